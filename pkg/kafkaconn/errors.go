@@ -1,0 +1,12 @@
+package kafkaconn
+
+import "errors"
+
+// Sentinel errors returned by Config.Validate, wrapped with the offending setting.
+var (
+	ErrNoBrokers  = errors.New("kafkaconn: no brokers")
+	ErrBadBroker  = errors.New("kafkaconn: broker address must be host:port")
+	ErrMechanism  = errors.New("kafkaconn: unknown SASL mechanism")
+	ErrNoUsername = errors.New("kafkaconn: SASL needs a username")
+	ErrTLSPair    = errors.New("kafkaconn: TLS client certificate and key go together")
+)

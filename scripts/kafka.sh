@@ -1,0 +1,159 @@
+#!/usr/bin/env bash
+# Runs a local single-node Apache Kafka (KRaft) on 127.0.0.1 from Maven Central jars.
+#
+#   scripts/kafka.sh start DIR [PORT]   start a broker with its data in DIR; PORT 0 (default) picks a free one.
+#                                       Prints KAFKA_BROKERS=127.0.0.1:PORT and KAFKA_SASL_BROKERS=... on stdout
+#                                       once the broker answers. 
+#   scripts/kafka.sh stop DIR           stop the broker started in DIR and wait for it to exit.
+#   scripts/kafka.sh fetch              only download the jars (into $SSEGATE_CACHE, default ~/.cache/ssegate).
+#
+# The broker has two listeners: PLAINTEXT on PORT, and SASL_PLAINTEXT on PORT+1 with PLAIN user "ssegate" /
+# "ssegate-secret" and SCRAM-SHA-256/512 enabled (SCRAM users are created through the Admin API by whoever needs them). Auto topic creation is off: a gateway must answer 404
+# for a topic that does not exist rather than create it.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+cache=${SSEGATE_CACHE:-$HOME/.cache/ssegate}
+version=$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$here/kafka/pom.xml")
+libs=$cache/kafka-$version/libs
+
+die() { echo "kafka.sh: $*" >&2; exit 1; }
+
+fetch() {
+	[ -f "$libs/.complete" ] && return 0
+	command -v mvn >/dev/null || die "mvn not found: install Maven (and Java 17+)"
+	echo "kafka.sh: fetching Apache Kafka $version jars into $libs" >&2
+	rm -rf "$libs"
+	mvn -q -B -Dstyle.color=never -f "$here/kafka/pom.xml" dependency:copy-dependencies \
+		-DoutputDirectory="$libs" -DincludeScope=runtime >&2 || die "mvn could not fetch the Kafka jars"
+	touch "$libs/.complete"
+}
+
+free_port() {
+	# Two consecutive free ports: PORT for PLAINTEXT, PORT+1 for SASL. The controller gets a third.
+	python3 - "$@" <<'PY'
+import socket, sys
+for _ in range(200):
+    s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]
+    try:
+        t = socket.socket(); t.bind(("127.0.0.1", p + 1)); u = socket.socket(); u.bind(("127.0.0.1", p + 2))
+    except OSError:
+        s.close(); continue
+    s.close(); t.close(); u.close(); print(p); sys.exit(0)
+sys.exit(1)
+PY
+}
+
+java_cmd() {
+	local heap=${KAFKA_HEAP:-512m}
+	java -Xms"$heap" -Xmx"$heap" -XX:+UseG1GC -XX:TieredStopAtLevel=1 -Xshare:auto \
+		-Djava.awt.headless=true -Dlog4j2.configurationFile="$dir/log4j2.yaml" \
+		-cp "$libs/*" "$@"
+}
+
+start() {
+	dir=${1:?usage: kafka.sh start DIR [PORT]}
+	local port=${2:-0}
+	command -v java >/dev/null || die "java not found: install Java 17+"
+	fetch
+	mkdir -p "$dir"
+	dir=$(cd "$dir" && pwd)
+	if [ -f "$dir/pid" ] && kill -0 "$(cat "$dir/pid")" 2>/dev/null; then
+		die "a broker started from $dir is already running (pid $(cat "$dir/pid"))"
+	fi
+	[ "$port" = 0 ] && port=$(free_port)
+	local sasl=$((port + 1)) ctl=$((port + 2))
+	rm -rf "$dir/data" "$dir/server.log"
+	cat >"$dir/server.properties" <<PROPS
+process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@127.0.0.1:$ctl
+listeners=PLAINTEXT://127.0.0.1:$port,SASL_PLAINTEXT://127.0.0.1:$sasl,CONTROLLER://127.0.0.1:$ctl
+advertised.listeners=PLAINTEXT://127.0.0.1:$port,SASL_PLAINTEXT://127.0.0.1:$sasl
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT
+sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512
+listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_ssegate="ssegate-secret";
+listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+log.dirs=$dir/data
+num.partitions=1
+auto.create.topics.enable=false
+offsets.topic.replication.factor=1
+offsets.topic.num.partitions=3
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+transaction.state.log.num.partitions=3
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+group.initial.rebalance.delay.ms=0
+log.retention.check.interval.ms=5000
+delete.topic.enable=true
+PROPS
+	cat >"$dir/log4j2.yaml" <<'LOG'
+Configuration:
+  Appenders:
+    File:
+      name: file
+      fileName: "${sys:kafka.logs.file}"
+      PatternLayout:
+        pattern: "[%d] %p %m (%c)%n"
+  Loggers:
+    Root:
+      level: WARN
+      AppenderRef:
+        - ref: file
+    Logger:
+      - name: kafka.server.KafkaRaftServer
+        level: INFO
+LOG
+	local cluster
+	cluster=$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | cut -c1-22)
+	java_cmd -Dkafka.logs.file="$dir/format.log" kafka.tools.StorageTool format -t "$cluster" \
+		-c "$dir/server.properties" >"$dir/format.out" 2>&1 ||
+		{ cat "$dir/format.out" >&2; die "formatting the storage failed"; }
+	# setsid: the broker gets its own process group, so stop can signal all of it and a Ctrl-C in the
+	# caller's terminal is handled by the caller's trap, not delivered to the JVM twice.
+	setsid bash -c 'exec "$@"' _ java -Xms"${KAFKA_HEAP:-512m}" -Xmx"${KAFKA_HEAP:-512m}" -XX:+UseG1GC \
+		-XX:TieredStopAtLevel=1 -Djava.awt.headless=true \
+		-Dlog4j2.configurationFile="$dir/log4j2.yaml" -Dkafka.logs.file="$dir/server.log" \
+		-cp "$libs/*" kafka.Kafka "$dir/server.properties" >"$dir/stdout.log" 2>&1 </dev/null &
+	echo $! >"$dir/pid"
+	echo "$port" >"$dir/port"
+	local deadline=$((SECONDS + ${KAFKA_START_TIMEOUT:-90}))
+	until grep -q "Kafka Server started" "$dir/server.log" 2>/dev/null &&
+		(exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do
+		if ! kill -0 "$(cat "$dir/pid")" 2>/dev/null; then
+			tail -n 40 "$dir/stdout.log" "$dir/server.log" >&2 2>/dev/null || true
+			die "the broker exited during start-up (logs in $dir)"
+		fi
+		if [ $SECONDS -ge $deadline ]; then
+			stop "$dir"
+			die "the broker did not start within ${KAFKA_START_TIMEOUT:-90}s (logs in $dir)"
+		fi
+		sleep 0.3
+	done
+	echo "KAFKA_BROKERS=127.0.0.1:$port"
+	echo "KAFKA_SASL_BROKERS=127.0.0.1:$sasl"
+}
+
+stop() {
+	dir=${1:?usage: kafka.sh stop DIR}
+	[ -f "$dir/pid" ] || return 0
+	local pid
+	pid=$(cat "$dir/pid")
+	if kill -0 "$pid" 2>/dev/null; then
+		kill -TERM "$pid" 2>/dev/null || true
+		for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+		kill -KILL "$pid" 2>/dev/null || true
+	fi
+	rm -f "$dir/pid"
+}
+
+case "${1:-}" in
+start) shift; start "$@" ;;
+stop) shift; stop "$@" ;;
+fetch) fetch ;;
+*) die "usage: kafka.sh start DIR [PORT] | stop DIR | fetch" ;;
+esac

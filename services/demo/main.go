@@ -1,0 +1,111 @@
+// Command demo produces a stream of keyed JSON order events into Kafka, for `make run` and for trying the
+// gateway by hand. It creates the topic when it does not exist.
+//
+//	go run ./services/demo --topic orders --partitions 3 --rate 3
+//
+// Each record's key is the order id, its "event" header the event type (order.created, order.paid,
+// order.shipped, or order.cancelled), and every so often an order is deleted with a tombstone.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+type order struct {
+	ID       string  `json:"id"`
+	Status   string  `json:"status"`
+	Customer string  `json:"customer"`
+	Amount   float64 `json:"amount"`
+	Seq      int     `json:"seq"`
+	SentAt   string  `json:"sent_at"`
+}
+
+func main() {
+	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	if err := run(log); err != nil {
+		log.Error("demo producer failed: " + err.Error())
+		os.Exit(1)
+	}
+}
+
+func run(log *slog.Logger) error {
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	brokers := fs.String("brokers", os.Getenv("KAFKA_BROKERS"), "Kafka brokers, comma-separated (env KAFKA_BROKERS)")
+	topic := fs.String("topic", "orders", "topic to produce to")
+	partitions := fs.Int("partitions", 3, "partitions of the topic when it is created")
+	rate := fs.Float64("rate", 3, "events per second")
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		return err
+	}
+	if *brokers == "" {
+		return errors.New("no brokers: set KAFKA_BROKERS or --brokers")
+	}
+	if *rate <= 0 || *partitions <= 0 || *partitions > 1000 {
+		return errors.New("--rate must be positive and --partitions from 1 to 1000")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(*brokers, ",")...))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	resp, err := kadm.NewClient(cl).CreateTopic(ctx, int32(*partitions), 1, nil, *topic) //nolint:gosec // bounded above
+	if err == nil && resp.Err != nil && !errors.Is(resp.Err, kerr.TopicAlreadyExists) {
+		err = resp.Err
+	}
+	if err != nil {
+		return fmt.Errorf("create topic %s: %w", *topic, err)
+	}
+	log.Info("producing demo orders", "topic", *topic, "rate", *rate)
+
+	statuses := []string{"order.created", "order.paid", "order.shipped", "order.cancelled"}
+	customers := []string{"ada", "grace", "linus", "barbara", "ken", "margaret"}
+	tick := time.NewTicker(time.Duration(float64(time.Second) / *rate))
+	defer tick.Stop()
+	for seq := 1; ; seq++ {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		id := fmt.Sprintf("o-%04d", rand.IntN(200)) //nolint:gosec // demo data
+		rec := &kgo.Record{Topic: *topic, Key: []byte(id)}
+		if seq%25 == 0 {
+			rec.Value = nil // a tombstone: the order is deleted
+		} else {
+			o := order{
+				ID:       id,
+				Status:   statuses[rand.IntN(len(statuses))],   //nolint:gosec // demo data
+				Customer: customers[rand.IntN(len(customers))], //nolint:gosec // demo data
+				Amount:   float64(rand.IntN(20000)) / 100,      //nolint:gosec // demo data
+				Seq:      seq,
+				SentAt:   time.Now().UTC().Format(time.RFC3339Nano),
+			}
+			rec.Value, _ = json.Marshal(o)
+			rec.Headers = []kgo.RecordHeader{{Key: "event", Value: []byte(o.Status)}}
+		}
+		if err := cl.ProduceSync(ctx, rec).FirstErr(); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			log.Warn("produce failed", "err", err)
+		}
+	}
+}

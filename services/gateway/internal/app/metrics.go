@@ -1,0 +1,98 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/attribute"
+	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
+	"go.opentelemetry.io/otel/metric"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+
+	"github.com/ssegate/ssegate/services/gateway/internal/feed"
+	"github.com/ssegate/ssegate/services/gateway/internal/stream"
+)
+
+// telemetry owns the OpenTelemetry meter provider whose Prometheus exporter serves /metrics.
+//
+// The hot paths only bump atomics (stream.Stats, ring and feed state); every instrument here is observable and
+// reads those at scrape time, so a scrape costs the connections nothing.
+type telemetry struct {
+	provider *sdkmetric.MeterProvider
+	handler  http.Handler
+}
+
+func newTelemetry(f *feed.Feed, stats map[string]*stream.Stats) (*telemetry, error) {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	exp, err := otelprom.New(otelprom.WithRegisterer(reg), otelprom.WithoutScopeInfo())
+	if err != nil {
+		return nil, fmt.Errorf("prometheus exporter: %w", err)
+	}
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp))
+	m := mp.Meter("github.com/ssegate/ssegate/services/gateway")
+
+	open, err1 := m.Int64ObservableGauge("ssegate.connections.open", metric.WithDescription("SSE connections open now"))
+	frames, err2 := m.Int64ObservableCounter("ssegate.frames.written", metric.WithDescription("SSE frames written to clients"))
+	written, err3 := m.Int64ObservableCounter("ssegate.bytes.written", metric.WithDescription("Bytes written to SSE clients"))
+	closed, err4 := m.Int64ObservableCounter("ssegate.connections.closed", metric.WithDescription("SSE connections closed, by reason"))
+	lag, err5 := m.Int64ObservableGauge("ssegate.consumer.lag", metric.WithDescription("Records between the last one read and the partition's last stable offset"))
+	ringBytes, err6 := m.Int64ObservableGauge("ssegate.ring.bytes", metric.WithDescription("Frame bytes held in the topic's ring"))
+	ringFrames, err7 := m.Int64ObservableGauge("ssegate.ring.frames", metric.WithDescription("Frames held in the topic's ring"))
+	ringOldest, err8 := m.Int64ObservableGauge("ssegate.ring.oldest.offset", metric.WithDescription("Oldest offset from which the ring holds every record of the partition"))
+	evicted, err9 := m.Int64ObservableCounter("ssegate.ring.evicted", metric.WithDescription("Frames evicted from the topic's ring"))
+	for _, err := range []error{err1, err2, err3, err4, err5, err6, err7, err8, err9} {
+		if err != nil {
+			return nil, fmt.Errorf("metric instrument: %w", err)
+		}
+	}
+
+	reasons := stream.Reasons()
+	topicAttrs := map[string]metric.MeasurementOption{}
+	reasonAttrs := map[string][]metric.MeasurementOption{}
+	for _, name := range f.Topics() {
+		topicAttrs[name] = metric.WithAttributes(attribute.String("topic", name))
+		for _, r := range reasons {
+			reasonAttrs[name] = append(reasonAttrs[name],
+				metric.WithAttributes(attribute.String("topic", name), attribute.String("reason", r.String())))
+		}
+	}
+	_, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		for _, name := range f.Topics() {
+			st, ta := stats[name], topicAttrs[name]
+			o.ObserveInt64(open, st.Open.Load(), ta)
+			o.ObserveInt64(frames, st.Frames.Load(), ta)
+			o.ObserveInt64(written, st.Bytes.Load(), ta)
+			for i, r := range reasons {
+				o.ObserveInt64(closed, st.Closed[r].Load(), reasonAttrs[name][i])
+			}
+			rs := f.Topic(name).Ring().Stats()
+			o.ObserveInt64(ringBytes, int64(rs.Bytes), ta)
+			o.ObserveInt64(ringFrames, int64(rs.Frames), ta)
+			o.ObserveInt64(evicted, int64(rs.Evicted), ta) //nolint:gosec // a frame count fits in int64
+			f.Topic(name).Ring().Low(func(p int32, off int64) {
+				o.ObserveInt64(ringOldest, off, partitionAttrs(name, p))
+			})
+		}
+		f.Lag(func(topic string, p int32, l int64) { o.ObserveInt64(lag, l, partitionAttrs(topic, p)) })
+		return nil
+	}, open, frames, written, closed, lag, ringBytes, ringFrames, ringOldest, evicted)
+	if err != nil {
+		return nil, fmt.Errorf("metric callback: %w", err)
+	}
+	return &telemetry{
+		provider: mp,
+		handler:  promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: nil}),
+	}, nil
+}
+
+func partitionAttrs(topic string, p int32) metric.MeasurementOption {
+	return metric.WithAttributes(attribute.String("topic", topic), attribute.String("partition", strconv.Itoa(int(p))))
+}
+
+func (t *telemetry) shutdown(ctx context.Context) error { return t.provider.Shutdown(ctx) }

@@ -1,0 +1,18 @@
+// Package feed reads every partition of the gateway's topics from Kafka and publishes each record, framed
+// once as an SSE event, into its topic's ring.
+//
+// There is no consumer group: partitions are assigned directly (franz-go ConsumePartitions), read_committed,
+// and nothing is committed. A topic that exists when the feed starts is read from its last stable offset;
+// a topic created later, and a partition added to a topic later, are read from their start, so that no record
+// in them is missed. A metadata refresh every Config.MetadataInterval finds such topics and partitions.
+//
+// Each topic keeps the position vector of the frames it has published (see package position): the vector
+// after a frame is that frame's id, and the vector after the newest frame is what a new connection starts
+// with. A partition enters the vector when it is assigned with records before the start offset (at offset
+// start-1, "everything before this was passed") or when its first record arrives.
+//
+// Concurrency: Run owns two goroutines, the fetch loop (the only publisher of every ring) and the metadata
+// refresher. A Topic's mutex guards its partition table and position vector; it is taken by the fetch loop
+// once per fetched topic and by the refresher, and is held while publishing into the ring (lock order: Topic.mu
+// before the ring's own lock). Ready, Topic and Lag may be called from any goroutine.
+package feed

@@ -1,0 +1,205 @@
+package ring
+
+import (
+	"fmt"
+	"sync"
+)
+
+// Default sizes. A chunk is the unit frames are copied into; a frame larger than a chunk gets a chunk of its own.
+const (
+	DefaultChunkSize = 256 << 10
+	minEntries       = 1024
+)
+
+// Ring is a bounded log of SSE frames in publish order, addressed by a sequence number that starts at 0 and
+// grows by one per frame. See the package documentation for how connections use it.
+type Ring struct {
+	maxBytes  int
+	chunkSize int
+
+	mu      sync.RWMutex
+	ents    []entry // circular, len is a power of two; frame seq lives at ents[seq&mask]
+	mask    uint64
+	head    uint64 // seq of the next frame to publish
+	tail    uint64 // seq of the oldest frame held; tail == head when empty
+	bytes   int    // frame bytes held
+	chunk   []byte // current chunk; frames are appended at len(chunk)
+	chunkN  uint64 // number of the current chunk, to tell adjacent frames apart from frames in other chunks
+	wake    chan struct{}
+	headID  []byte
+	low     map[int32]int64
+	evicted uint64 // frames evicted so far
+}
+
+type entry struct {
+	buf        []byte // the whole chunk the frame lives in
+	chunk      uint64
+	start, end int
+	partition  int32
+	offset     int64
+}
+
+// New returns an empty ring that holds at most maxBytes of frames (at least the newest frame is always kept).
+// chunkSize is the size of the memory blocks frames are copied into; zero means DefaultChunkSize, and it is
+// capped at maxBytes.
+func New(maxBytes, chunkSize int) (*Ring, error) {
+	if maxBytes <= 0 {
+		return nil, fmt.Errorf("ring: max bytes must be positive, got %d", maxBytes)
+	}
+	if chunkSize < 0 {
+		return nil, fmt.Errorf("ring: chunk size must not be negative, got %d", chunkSize)
+	}
+	if chunkSize == 0 {
+		chunkSize = DefaultChunkSize
+	}
+	chunkSize = min(chunkSize, maxBytes)
+	return &Ring{
+		maxBytes:  maxBytes,
+		chunkSize: chunkSize,
+		ents:      make([]entry, minEntries),
+		mask:      minEntries - 1,
+		wake:      make(chan struct{}),
+		low:       make(map[int32]int64),
+	}, nil
+}
+
+// Publish appends the frames staged in b, evicts the oldest frames beyond the byte bound, records id as the
+// position after the last frame (what Start hands to new cursors), and wakes every waiting cursor. b may be
+// empty, to set the position alone. Publish must not be called concurrently with itself.
+func (r *Ring) Publish(b *Batch, id []byte) {
+	r.mu.Lock()
+	r.headID = append(r.headID[:0], id...)
+	if len(b.items) == 0 {
+		r.mu.Unlock()
+		return
+	}
+	if cap(r.chunk)-len(r.chunk) < len(b.buf) {
+		r.chunk = make([]byte, 0, max(r.chunkSize, len(b.buf)))
+		r.chunkN++
+	}
+	base := len(r.chunk)
+	r.chunk = append(r.chunk, b.buf...)
+	whole := r.chunk[:cap(r.chunk)]
+	start := base
+	for _, it := range b.items {
+		if r.head-r.tail == uint64(len(r.ents)) {
+			r.grow()
+		}
+		end := base + it.end
+		r.ents[r.head&r.mask] = entry{
+			buf: whole, chunk: r.chunkN, start: start, end: end,
+			partition: it.partition, offset: it.offset,
+		}
+		if _, ok := r.low[it.partition]; !ok {
+			r.low[it.partition] = it.offset
+		}
+		r.head++
+		r.bytes += end - start
+		start = end
+	}
+	for r.bytes > r.maxBytes && r.head-r.tail > 1 {
+		e := &r.ents[r.tail&r.mask]
+		r.bytes -= e.end - e.start
+		r.low[e.partition] = e.offset + 1
+		*e = entry{} // drop the chunk reference
+		r.tail++
+		r.evicted++
+	}
+	old := r.wake
+	r.wake = make(chan struct{})
+	r.mu.Unlock()
+	close(old)
+}
+
+// grow doubles the entry buffer. It needs r.mu held for writing.
+func (r *Ring) grow() {
+	n := len(r.ents) * 2
+	ents := make([]entry, n)
+	for s := r.tail; s < r.head; s++ {
+		ents[s&uint64(n-1)] = r.ents[s&r.mask]
+	}
+	r.ents = ents
+	r.mask = uint64(n - 1)
+}
+
+// SetLow records that the ring holds every record of partition from offset on, when nothing of that partition
+// was published yet. The Kafka reader calls it with the offset it starts reading a partition at, so that the
+// ring can later answer whether it still holds a given position.
+func (r *Ring) SetLow(partition int32, offset int64) {
+	r.mu.Lock()
+	if _, ok := r.low[partition]; !ok {
+		r.low[partition] = offset
+	}
+	r.mu.Unlock()
+}
+
+// Start returns the sequence number a new cursor starts at (the next frame to be published) and appends to
+// dst the position id that goes with it (the id passed to the latest Publish).
+func (r *Ring) Start(dst []byte) (uint64, []byte) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.head, append(dst, r.headID...)
+}
+
+// Read appends to spans the frames from sequence number from on, merging frames that are adjacent in memory
+// into one span, and stops after maxBytes (but always returns at least one frame when one is available). It
+// returns the grown spans, the sequence number to read next, and a channel that is closed when frames after
+// the ones returned are published. It returns ErrBehind when from was already evicted.
+func (r *Ring) Read(from uint64, spans [][]byte, maxBytes int) ([][]byte, uint64, <-chan struct{}, error) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if from < r.tail {
+		return spans, from, r.wake, ErrBehind
+	}
+	next := min(from, r.head)
+	n := 0
+	var lastChunk uint64
+	lastEnd, spanStart := -1, 0
+	for next < r.head && (n == 0 || n < maxBytes) {
+		e := &r.ents[next&r.mask]
+		if e.chunk == lastChunk && e.start == lastEnd {
+			spans[len(spans)-1] = e.buf[spanStart:e.end:e.end]
+		} else {
+			spans = append(spans, e.buf[e.start:e.end:e.end])
+			spanStart = e.start
+		}
+		lastChunk, lastEnd = e.chunk, e.end
+		n += e.end - e.start
+		next++
+	}
+	return spans, next, r.wake, nil
+}
+
+// Stats is a snapshot of a ring's size.
+type Stats struct {
+	Frames  int    // frames held
+	Bytes   int    // frame bytes held
+	Head    uint64 // sequence number of the next frame
+	Tail    uint64 // sequence number of the oldest frame held
+	Evicted uint64 // frames evicted since the ring was made
+}
+
+// Stats returns the ring's current size.
+func (r *Ring) Stats() Stats {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return Stats{Frames: int(r.head - r.tail), Bytes: r.bytes, Head: r.head, Tail: r.tail, Evicted: r.evicted}
+}
+
+// Low calls fn, outside the ring's lock, with each partition and the oldest offset from which the ring holds
+// all of that partition's records (see SetLow).
+func (r *Ring) Low(fn func(partition int32, offset int64)) {
+	r.mu.RLock()
+	type pl struct {
+		p int32
+		o int64
+	}
+	all := make([]pl, 0, len(r.low))
+	for p, o := range r.low {
+		all = append(all, pl{p, o})
+	}
+	r.mu.RUnlock()
+	for _, x := range all {
+		fn(x.p, x.o)
+	}
+}

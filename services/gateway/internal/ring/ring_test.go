@@ -1,0 +1,248 @@
+package ring
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+)
+
+func publish(t testing.TB, r *Ring, b *Batch, partition int32, offsets ...int64) {
+	t.Helper()
+	b.Reset()
+	for _, o := range offsets {
+		b.Add(fmt.Appendf(b.Buf(), "p%d-o%d;", partition, o), partition, o)
+	}
+	r.Publish(b, fmt.Appendf(nil, "id-%d-%d", partition, offsets[len(offsets)-1]))
+}
+
+func readAll(t *testing.T, r *Ring, from uint64) (string, uint64) {
+	t.Helper()
+	spans, next, _, err := r.Read(from, nil, 1<<30)
+	if err != nil {
+		t.Fatalf("Read(%d): %v", from, err)
+	}
+	return string(bytes.Join(spans, nil)), next
+}
+
+func TestPublishRead(t *testing.T) {
+	r, err := New(1<<20, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b Batch
+	seq, id := r.Start(nil)
+	if seq != 0 || len(id) != 0 {
+		t.Fatalf("empty ring Start = %d %q", seq, id)
+	}
+	publish(t, r, &b, 0, 10, 11)
+	publish(t, r, &b, 1, 5)
+	got, next := readAll(t, r, 0)
+	if want := "p0-o10;p0-o11;p1-o5;"; got != want || next != 3 {
+		t.Fatalf("Read = %q next %d, want %q next 3", got, next, want)
+	}
+	got, next = readAll(t, r, 2)
+	if got != "p1-o5;" || next != 3 {
+		t.Fatalf("Read(2) = %q next %d", got, next)
+	}
+	got, next = readAll(t, r, 3)
+	if got != "" || next != 3 {
+		t.Fatalf("Read(head) = %q next %d", got, next)
+	}
+	seq, id = r.Start(nil)
+	if seq != 3 || string(id) != "id-1-5" {
+		t.Fatalf("Start = %d %q, want 3 id-1-5", seq, id)
+	}
+}
+
+func TestReadMergesAdjacentFrames(t *testing.T) {
+	r, _ := New(1<<20, 1<<10)
+	var b Batch
+	for i := range int64(10) {
+		publish(t, r, &b, 0, i)
+	}
+	spans, next, _, err := r.Read(0, nil, 1<<30)
+	if err != nil || next != 10 {
+		t.Fatalf("Read: next %d err %v", next, err)
+	}
+	if len(spans) != 1 {
+		t.Fatalf("10 frames published into one chunk came back as %d spans, want 1", len(spans))
+	}
+	// A chunk boundary splits spans: 1 KiB chunks, 100 frames of 8-9 bytes.
+	for i := int64(10); i < 200; i++ {
+		publish(t, r, &b, 0, i)
+	}
+	spans, next, _, _ = r.Read(0, nil, 1<<30)
+	if next != 200 || len(spans) < 2 {
+		t.Fatalf("200 frames over several chunks: next %d, %d spans", next, len(spans))
+	}
+	var want bytes.Buffer
+	for i := range 200 {
+		fmt.Fprintf(&want, "p0-o%d;", i)
+	}
+	if got := bytes.Join(spans, nil); !bytes.Equal(got, want.Bytes()) {
+		t.Fatalf("joined spans differ from published frames")
+	}
+}
+
+func TestReadMaxBytes(t *testing.T) {
+	r, _ := New(1<<20, 0)
+	var b Batch
+	publish(t, r, &b, 0, 1, 2, 3, 4) // 4 frames of 6 bytes
+	spans, next, _, _ := r.Read(0, nil, 12)
+	if next != 2 || string(bytes.Join(spans, nil)) != "p0-o1;p0-o2;" {
+		t.Fatalf("Read max 12 = %q next %d", bytes.Join(spans, nil), next)
+	}
+	spans, next, _, _ = r.Read(next, nil, 1) // always at least one frame
+	if next != 3 || string(bytes.Join(spans, nil)) != "p0-o3;" {
+		t.Fatalf("Read max 1 = %q next %d", bytes.Join(spans, nil), next)
+	}
+}
+
+func TestEvictionAndLow(t *testing.T) {
+	r, _ := New(30, 0) // 5 frames of 6 bytes
+	var b Batch
+	r.SetLow(0, 1)
+	r.SetLow(1, 0)
+	publish(t, r, &b, 0, 1, 2, 3)
+	publish(t, r, &b, 1, 0, 1, 2, 3)
+	st := r.Stats()
+	if st.Frames != 5 || st.Bytes != 30 || st.Tail != 2 || st.Head != 7 || st.Evicted != 2 {
+		t.Fatalf("Stats = %+v", st)
+	}
+	if _, _, _, err := r.Read(1, nil, 100); !errors.Is(err, ErrBehind) {
+		t.Fatalf("Read of an evicted seq: err %v, want ErrBehind", err)
+	}
+	got, _ := readAll(t, r, 2)
+	if got != "p0-o3;p1-o0;p1-o1;p1-o2;p1-o3;" {
+		t.Fatalf("after eviction Read = %q", got)
+	}
+	lows := map[int32]int64{}
+	r.Low(func(p int32, o int64) { lows[p] = o })
+	if lows[0] != 3 || lows[1] != 0 {
+		t.Fatalf("Low = %v, want 0:3 1:0", lows)
+	}
+}
+
+func TestNewestFrameAlwaysKept(t *testing.T) {
+	r, _ := New(4, 0)
+	var b Batch
+	publish(t, r, &b, 0, 1, 2)
+	got, next := readAll(t, r, 1)
+	if got != "p0-o2;" || next != 2 {
+		t.Fatalf("oversized frame: Read = %q next %d", got, next)
+	}
+}
+
+func TestGrowKeepsOrder(t *testing.T) {
+	r, _ := New(1<<30, 0)
+	var b Batch
+	const n = 5000
+	for i := range int64(n) {
+		publish(t, r, &b, int32(i%3), i)
+	}
+	spans, next, _, err := r.Read(0, nil, 1<<30)
+	if err != nil || next != n {
+		t.Fatalf("Read: next %d err %v", next, err)
+	}
+	var want bytes.Buffer
+	for i := range n {
+		fmt.Fprintf(&want, "p%d-o%d;", i%3, i)
+	}
+	if !bytes.Equal(bytes.Join(spans, nil), want.Bytes()) {
+		t.Fatal("frames out of order after the entry buffer grew")
+	}
+}
+
+func TestWakeClosesOnPublish(t *testing.T) {
+	r, _ := New(1<<20, 0)
+	var b Batch
+	_, next, wake, _ := r.Read(0, nil, 100)
+	select {
+	case <-wake:
+		t.Fatal("wake closed before anything was published")
+	default:
+	}
+	r.Publish(&b, []byte("id-only")) // an empty batch moves the id but wakes no one
+	select {
+	case <-wake:
+		t.Fatal("wake closed by an empty publish")
+	default:
+	}
+	publish(t, r, &b, 0, 1)
+	select {
+	case <-wake:
+	default:
+		t.Fatal("wake not closed by a publish")
+	}
+	if got, _ := readAll(t, r, next); got != "p0-o1;" {
+		t.Fatalf("Read after wake = %q", got)
+	}
+}
+
+// TestConcurrentCursors runs readers against a publishing writer; with -race it checks the memory model, and
+// every reader must see every frame exactly once, in order.
+func TestConcurrentCursors(t *testing.T) {
+	r, _ := New(1<<30, 4<<10)
+	const frames, readers = 2000, 8
+	var wg sync.WaitGroup
+	for range readers {
+		wg.Go(func() {
+			var cur uint64
+			var got bytes.Buffer
+			var spans [][]byte
+			for cur < frames {
+				var wake <-chan struct{}
+				var err error
+				spans, cur, wake, err = r.Read(cur, spans[:0], 512)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				for _, s := range spans {
+					got.Write(s)
+				}
+				if len(spans) == 0 {
+					<-wake
+				}
+			}
+			var want bytes.Buffer
+			for i := range frames {
+				fmt.Fprintf(&want, "p0-o%d;", i)
+			}
+			if !bytes.Equal(got.Bytes(), want.Bytes()) {
+				t.Error("a concurrent cursor saw frames out of order, missing or twice")
+			}
+		})
+	}
+	var b Batch
+	for i := int64(0); i < frames; i += 4 {
+		publish(t, r, &b, 0, i, i+1, i+2, i+3)
+	}
+	wg.Wait()
+}
+
+func TestNewRejectsBadSizes(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		max, chunk   int
+		wantErr      bool
+		wantChunkCap int
+	}{
+		{name: "zero max", max: 0, wantErr: true},
+		{name: "negative chunk", max: 10, chunk: -1, wantErr: true},
+		{name: "chunk capped at max", max: 100, chunk: 1000, wantChunkCap: 100},
+		{name: "default chunk", max: 1 << 30, wantChunkCap: DefaultChunkSize},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := New(tc.max, tc.chunk)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("New(%d, %d) err = %v", tc.max, tc.chunk, err)
+			}
+			if err == nil && r.chunkSize != tc.wantChunkCap {
+				t.Fatalf("chunk size %d, want %d", r.chunkSize, tc.wantChunkCap)
+			}
+		})
+	}
+}

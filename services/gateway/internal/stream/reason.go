@@ -1,0 +1,38 @@
+package stream
+
+// CloseReason says why a stream ended. Its String form is used as a log field and a metric label.
+type CloseReason int
+
+// Reasons a stream ends.
+const (
+	// ReasonClientGone: the client closed the connection.
+	ReasonClientGone CloseReason = iota
+	// ReasonBehind: the client read so slowly that its next frame was evicted from the ring. It resumes
+	// from the id of the last frame it got.
+	ReasonBehind
+	// ReasonWriteFailed: a write failed or did not finish within the write timeout.
+	ReasonWriteFailed
+	// ReasonShutdown: the server is draining before it stops.
+	ReasonShutdown
+
+	numReasons
+)
+
+var reasonNames = [numReasons]string{"client_gone", "behind", "write_failed", "shutdown"}
+
+// String returns the reason's label, e.g. "client_gone".
+func (r CloseReason) String() string {
+	if r < 0 || r >= numReasons {
+		return "unknown"
+	}
+	return reasonNames[r]
+}
+
+// Reasons returns every CloseReason, for pre-registering metric series.
+func Reasons() []CloseReason {
+	rs := make([]CloseReason, numReasons)
+	for i := range rs {
+		rs[i] = CloseReason(i)
+	}
+	return rs
+}
