@@ -13,9 +13,14 @@ FUZZTIME               ?= 15s
 run:
 	scripts/run-demo.sh
 
-## test: every test, against a real Kafka and Redis started for the run
-test:
+BROWSER_DEPS           := tests/browser/node_modules/.package-lock.json
+
+## test: every test, against a real Kafka and Redis started for the run (and headless Chromium)
+test: $(BROWSER_DEPS)
 	scripts/with-services.sh -- $(MAKE) --no-print-directory test-go
+
+$(BROWSER_DEPS): tests/browser/package.json tests/browser/package-lock.json
+	cd tests/browser && npm ci --no-audit --no-fund
 
 test-go:
 	$(GO) vet ./...

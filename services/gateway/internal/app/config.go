@@ -69,6 +69,9 @@ type setting struct {
 	envs  []string
 	usage string
 	value flag.Value
+	// group names settings that write the same field (a value and its -file form): a flag for any of them
+	// keeps the environment and the file from setting any of them. Empty means the setting's own name.
+	group string
 }
 
 func settings(c *Config) []setting {
@@ -102,8 +105,14 @@ func settings(c *Config) []setting {
 		s("kafka-tls-insecure-skip-verify", "do not verify broker certificates (tests only)", (*boolValue)(&c.Kafka.TLS.InsecureSkipVerify)),
 		s("kafka-sasl-mechanism", "SASL mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (default: none)", (*stringValue)(&c.Kafka.SASL.Mechanism)),
 		s("kafka-sasl-username", "SASL username", (*stringValue)(&c.Kafka.SASL.Username)),
-		s("kafka-sasl-password", "SASL password (prefer the -file form or the environment)", (*stringValue)(&c.Kafka.SASL.Password)),
-		s("kafka-sasl-password-file", "file holding the SASL password", (*fileValue)(&c.Kafka.SASL.Password)),
+		{
+			name: "kafka-sasl-password", envs: env("kafka-sasl-password"), group: "kafka-sasl-password",
+			usage: "SASL password (prefer the -file form or the environment)", value: (*stringValue)(&c.Kafka.SASL.Password),
+		},
+		{
+			name: "kafka-sasl-password-file", envs: env("kafka-sasl-password-file"), group: "kafka-sasl-password",
+			usage: "file holding the SASL password (wins over kafka-sasl-password from the same source)", value: (*fileValue)(&c.Kafka.SASL.Password),
+		},
 	}
 }
 
@@ -127,8 +136,20 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected argument %q (settings are flags: --name=value)", fs.Arg(0))
 	}
-	fromFlag := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { fromFlag[f.Name] = true })
+	groupOf := func(s setting) string {
+		if s.group != "" {
+			return s.group
+		}
+		return s.name
+	}
+	fromFlag := map[string]bool{} // by group
+	fs.Visit(func(f *flag.Flag) {
+		for _, s := range ss {
+			if s.name == f.Name {
+				fromFlag[groupOf(s)] = true
+			}
+		}
+	})
 
 	file := map[string]any{}
 	if *configFile != "" {
@@ -145,24 +166,30 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 			}
 		}
 	}
+	// The environment first, then the file, each skipping groups that a stronger source already set.
+	fromEnv := map[string]bool{}
 	for _, s := range ss {
-		if fromFlag[s.name] {
+		if fromFlag[groupOf(s)] {
 			continue
 		}
 		if env, v := firstEnv(s.envs, getenv); env != "" {
 			if err := s.value.Set(v); err != nil {
 				return c, fmt.Errorf("setting %s from %s: %w", s.name, env, err)
 			}
+			fromEnv[groupOf(s)] = true
+		}
+	}
+	for _, s := range ss {
+		raw, ok := file[s.name]
+		if !ok || fromFlag[groupOf(s)] || fromEnv[groupOf(s)] {
 			continue
 		}
-		if raw, ok := file[s.name]; ok {
-			v, err := scalar(raw)
-			if err == nil {
-				err = s.value.Set(v)
-			}
-			if err != nil {
-				return c, fmt.Errorf("setting %s from config file %s: %w", s.name, *configFile, err)
-			}
+		v, err := scalar(raw)
+		if err == nil {
+			err = s.value.Set(v)
+		}
+		if err != nil {
+			return c, fmt.Errorf("setting %s from config file %s: %w", s.name, *configFile, err)
 		}
 	}
 	if c.DemoTopic == "" && len(c.Topics) > 0 {

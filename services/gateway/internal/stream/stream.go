@@ -77,7 +77,7 @@ func (s *Server) Serve(w http.ResponseWriter, r *http.Request, rg *ring.Ring, p 
 
 	stats.Open.Add(1)
 	defer stats.Open.Add(-1)
-	c := conn{s: s, w: w, rc: http.NewResponseController(w), stats: stats}
+	c := conn{s: s, w: w, rc: http.NewResponseController(w), stats: stats, draining: s.draining}
 	reason := c.run(r.Context(), rg, p)
 	stats.Closed[reason].Add(1)
 	if s.log.Enabled(r.Context(), slog.LevelDebug) {
@@ -92,6 +92,10 @@ type conn struct {
 	rc     *http.ResponseController
 	stats  *Stats
 	frames int64
+
+	draining   <-chan struct{}  // the server's drain signal; nil once seen
+	drainTimer *time.Timer      // fires at this stream's moment to close; nil until draining
+	drainC     <-chan time.Time // drainTimer.C, or nil
 }
 
 func (c *conn) run(ctx context.Context, rg *ring.Ring, p Params) CloseReason {
@@ -109,12 +113,22 @@ func (c *conn) run(ctx context.Context, rg *ring.Ring, p Params) CloseReason {
 		defer hb.Stop()
 		heartbeat = hb.C
 	}
+	defer c.stopDrainTimer()
 	keepAlive := [][]byte{sse.AppendComment(nil, "keep-alive")}
-	draining := c.s.draining
-	var drainC <-chan time.Time
 	spans := make([][]byte, 0, 8)
 
 	for {
+		// A stream that always has frames to write never blocks in the select below, so the stop signals
+		// are checked here too, without blocking, before every batch.
+		select {
+		case <-ctx.Done():
+			return ReasonClientGone
+		case <-c.draining:
+			c.startDrainTimer()
+		case <-c.drainC:
+			return ReasonShutdown
+		default:
+		}
 		var next uint64
 		var wake <-chan struct{}
 		var err error
@@ -143,14 +157,25 @@ func (c *conn) run(ctx context.Context, rg *ring.Ring, p Params) CloseReason {
 			hb.Reset(p.Heartbeat)
 		case <-ctx.Done():
 			return ReasonClientGone
-		case <-draining:
-			draining = nil
-			t := time.NewTimer(jitter(c.s.cfg.Drain))
-			defer t.Stop()
-			drainC = t.C
-		case <-drainC:
+		case <-c.draining:
+			c.startDrainTimer()
+		case <-c.drainC:
 			return ReasonShutdown
 		}
+	}
+}
+
+// startDrainTimer arms the moment, random within the drain window, at which this stream closes, and stops
+// listening for the drain signal.
+func (c *conn) startDrainTimer() {
+	c.draining = nil
+	c.drainTimer = time.NewTimer(jitter(c.s.cfg.Drain))
+	c.drainC = c.drainTimer.C
+}
+
+func (c *conn) stopDrainTimer() {
+	if c.drainTimer != nil {
+		c.drainTimer.Stop()
 	}
 }
 

@@ -1,0 +1,113 @@
+package app
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/ssegate/ssegate/pkg/kafkatest"
+	"github.com/ssegate/ssegate/pkg/sse"
+)
+
+// browserTools returns node, the Chromium binary and the browser test folder, or skips the test (fails it
+// under CI=true) when one is missing.
+func browserTools(t *testing.T) (node, chromium, dir string) {
+	t.Helper()
+	missing := func(what string) {
+		t.Helper()
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s: under CI the browser tests must run (make test installs their npm packages; .ci/run installs chromium)", what)
+		}
+		t.Skip(what)
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		missing("node is not installed")
+	}
+	chromium = os.Getenv("CHROMIUM")
+	if chromium == "" {
+		chromium = "/usr/bin/chromium"
+	}
+	if _, err := os.Stat(chromium); err != nil {
+		missing("no Chromium at " + chromium + " (Debian: apt-get install chromium)")
+	}
+	dir, _ = filepath.Abs(filepath.Join("..", "..", "..", "..", "tests", "browser"))
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "playwright-core")); err != nil {
+		missing("playwright-core is not installed in " + dir + " (run npm ci there, or make test)")
+	}
+	return node, chromium, dir
+}
+
+// TestDashboardInBrowser opens the dashboard in headless Chromium; the page's EventSource must receive every
+// record produced after it connected, in order, with exact ids.
+func TestDashboardInBrowser(t *testing.T) {
+	node, chromium, dir := browserTools(t)
+	topic := kafkatest.NewTopic(t, 3, nil)
+	g := startGateway(t, []string{topic}, nil)
+	g.waitReady(t)
+
+	const n = 60
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "dashboard.mjs", g.url+"/", fmt.Sprint(n), "60000")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CHROMIUM="+chromium, "SCREENSHOT="+filepath.Join(t.TempDir(), "dashboard.png"))
+	cmd.Stderr = t.Output()
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Wait() }()
+	lines := bufio.NewScanner(out)
+	lines.Buffer(nil, 16<<20)
+	if !lines.Scan() || lines.Text() != "open" {
+		t.Fatalf("the page did not connect: %q %v", lines.Text(), lines.Err())
+	}
+
+	cl := kafkatest.Client(t, kgo.DefaultProduceTopic(topic))
+	types := []string{"", "order.created", "order.paid", "order.shipped"}
+	var recs []*kgo.Record
+	for i := range n {
+		r := &kgo.Record{Key: fmt.Appendf(nil, "o-%d", i%7), Value: fmt.Appendf(nil, `{"seq":%d}`, i)}
+		if ty := types[i%len(types)]; ty != "" {
+			r.Headers = []kgo.RecordHeader{{Key: "event", Value: []byte(ty)}}
+		}
+		recs = append(recs, r)
+	}
+	kafkatest.Produce(t, cl, recs...)
+	records := byOffset(kafkatest.ReadAll(t, topic))
+
+	if !lines.Scan() {
+		t.Fatalf("no report from the page: %v", lines.Err())
+	}
+	var seen struct {
+		Opens  int
+		Events []struct{ Type, ID, Data string }
+	}
+	if err := json.Unmarshal(lines.Bytes(), &seen); err != nil {
+		t.Fatalf("page report: %v", err)
+	}
+	if seen.Opens != 1 {
+		t.Errorf("the EventSource opened %d times, want 1", seen.Opens)
+	}
+	if len(seen.Events) != n {
+		t.Fatalf("the page saw %d events, want %d", len(seen.Events), n)
+	}
+	evs := make([]sse.Event, n)
+	for i, e := range seen.Events {
+		evs[i] = sse.Event{Type: e.Type, ID: e.ID, Data: e.Data}
+	}
+	// The topic was empty when the gateway started, so the page started at the empty position.
+	checkEvents(t, "v1:", evs, records)
+}

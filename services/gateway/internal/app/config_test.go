@@ -1,0 +1,540 @@
+package app
+
+import (
+	"bytes"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// configEnv turns a map into the getenv func Load takes; a missing name reads as "".
+func configEnv(m map[string]string) func(string) string {
+	return func(name string) string { return m[name] }
+}
+
+// writeConfigFile writes content to a file in a fresh temporary directory and returns its path.
+func writeConfigFile(t *testing.T, name, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// loadConfig runs Load with args, env and, when yamlText is not empty, a config file holding it.
+func loadConfig(t *testing.T, args []string, env map[string]string, yamlText string) (Config, error) {
+	t.Helper()
+	if yamlText != "" {
+		args = append([]string{"--config=" + writeConfigFile(t, "gateway.yaml", yamlText)}, args...)
+	}
+	var out bytes.Buffer
+	return Load(args, configEnv(env), &out)
+}
+
+// minimalEnv is the least a valid configuration needs.
+var minimalEnv = map[string]string{"KAFKA_BROKERS": "k:9092", "SSEGATE_TOPICS": "orders"}
+
+// withEnv returns minimalEnv with extra added (an empty value removes a name).
+func withEnv(extra map[string]string) map[string]string {
+	m := map[string]string{}
+	for k, v := range minimalEnv {
+		m[k] = v
+	}
+	for k, v := range extra {
+		if v == "" {
+			delete(m, k)
+		} else {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+// TestLoadDefaults spells every default out, so that changing one is a deliberate act.
+func TestLoadDefaults(t *testing.T) {
+	got, err := loadConfig(t, nil, minimalEnv, "")
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	var want Config
+	want.Kafka.Brokers = []string{"k:9092"}
+	want.Topics = []string{"orders"}
+	want.Listen = ":8080"
+	want.RingBytes = 64 << 20
+	want.Heartbeat = 15 * time.Second
+	want.Retry = 3 * time.Second
+	want.WriteTimeout = 10 * time.Second
+	want.Drain = 10 * time.Second
+	want.MetadataInterval = 10 * time.Second
+	want.DemoTopic = "orders"
+	want.LogLevel = slog.LevelInfo
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("Load with only the required settings\n got: %+v\nwant: %+v", got, want)
+	}
+}
+
+func TestLoadSources(t *testing.T) {
+	// base is the configuration minimalEnv gives; each case says how its result differs from it.
+	base := func() Config {
+		c := defaults()
+		c.Kafka.Brokers = []string{"k:9092"}
+		c.Topics = []string{"orders"}
+		c.DemoTopic = "orders"
+		return c
+	}
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+		yaml string
+		want func(c *Config)
+	}{
+		{
+			name: "env comma lists are trimmed and skip empty items",
+			env: map[string]string{
+				"KAFKA_BROKERS": " k1:9092, k2:9092 ,", "SSEGATE_TOPICS": "orders,,payments ",
+				"SSEGATE_LISTEN": "127.0.0.1:9000",
+			},
+			want: func(c *Config) {
+				c.Kafka.Brokers = []string{"k1:9092", "k2:9092"}
+				c.Topics = []string{"orders", "payments"}
+				c.Listen = "127.0.0.1:9000"
+			},
+		},
+		{
+			name: "SSEGATE_KAFKA_BROKERS is an alias of KAFKA_BROKERS",
+			env:  map[string]string{"SSEGATE_KAFKA_BROKERS": "alias:9092", "SSEGATE_TOPICS": "orders"},
+			want: func(c *Config) { c.Kafka.Brokers = []string{"alias:9092"} },
+		},
+		{
+			name: "KAFKA_BROKERS wins over SSEGATE_KAFKA_BROKERS",
+			env:  withEnv(map[string]string{"SSEGATE_KAFKA_BROKERS": "alias:9092"}),
+			want: func(*Config) {},
+		},
+		{
+			name: "every setting as a flag",
+			args: []string{
+				"--kafka-brokers=f1:1,f2:2", "--topics=a,b", "--listen=:9999", "--ring-bytes=1GiB",
+				"--heartbeat=0", "--retry=1500ms", "--write-timeout=2s", "--drain=0", "--metadata-interval=1m",
+				"--demo-topic=b", "--log-level=debug", "--kafka-client-id=gw", "--kafka-tls",
+				"--kafka-tls-ca-file=/ca.pem", "--kafka-tls-cert-file=/c.pem", "--kafka-tls-key-file=/k.pem",
+				"--kafka-tls-server-name=kafka.local", "--kafka-tls-insecure-skip-verify=true",
+				"--kafka-sasl-mechanism=SCRAM-SHA-512", "--kafka-sasl-username=u", "--kafka-sasl-password=p",
+			},
+			env: map[string]string{},
+			want: func(c *Config) {
+				c.Kafka.Brokers = []string{"f1:1", "f2:2"}
+				c.Topics = []string{"a", "b"}
+				c.Listen = ":9999"
+				c.RingBytes = 1 << 30
+				c.Heartbeat = 0
+				c.Retry = 1500 * time.Millisecond
+				c.WriteTimeout = 2 * time.Second
+				c.Drain = 0
+				c.MetadataInterval = time.Minute
+				c.DemoTopic = "b"
+				c.LogLevel = slog.LevelDebug
+				c.Kafka.ClientID = "gw"
+				c.Kafka.TLS.Enabled = true
+				c.Kafka.TLS.CAFile, c.Kafka.TLS.CertFile, c.Kafka.TLS.KeyFile = "/ca.pem", "/c.pem", "/k.pem"
+				c.Kafka.TLS.ServerName = "kafka.local"
+				c.Kafka.TLS.InsecureSkipVerify = true
+				c.Kafka.SASL.Mechanism, c.Kafka.SASL.Username, c.Kafka.SASL.Password = "SCRAM-SHA-512", "u", "p"
+			},
+		},
+		{
+			name: "single-dash flags work too",
+			args: []string{"-listen", ":7000", "-topics", "x"},
+			env:  minimalEnv,
+			want: func(c *Config) { c.Listen, c.Topics, c.DemoTopic = ":7000", []string{"x"}, "x" },
+		},
+		{
+			name: "every setting kind as SSEGATE_ variables",
+			env: withEnv(map[string]string{
+				"SSEGATE_RING_BYTES": "65536", "SSEGATE_HEARTBEAT": "250ms", "SSEGATE_DRAIN": "1m30s",
+				"SSEGATE_LOG_LEVEL": "WARN", "SSEGATE_KAFKA_TLS": "true", "SSEGATE_DEMO_TOPIC": "orders",
+				"SSEGATE_KAFKA_SASL_MECHANISM": "PLAIN", "SSEGATE_KAFKA_SASL_USERNAME": "u",
+				"SSEGATE_KAFKA_SASL_PASSWORD": "pw",
+			}),
+			want: func(c *Config) {
+				c.RingBytes = 65536
+				c.Heartbeat = 250 * time.Millisecond
+				c.Drain = 90 * time.Second
+				c.LogLevel = slog.LevelWarn
+				c.Kafka.TLS.Enabled = true
+				c.Kafka.SASL.Mechanism, c.Kafka.SASL.Username, c.Kafka.SASL.Password = "PLAIN", "u", "pw"
+			},
+		},
+		{
+			name: "YAML lists, numbers, booleans and strings",
+			env:  map[string]string{},
+			yaml: "kafka-brokers:\n  - y1:9092\n  - y2:9092\n" +
+				"topics: [a, b, c]\n" +
+				"listen: \"127.0.0.1:8081\"\n" +
+				"ring-bytes: 131072\n" +
+				"heartbeat: 5s\n" +
+				"metadata-interval: 500ms\n" +
+				"kafka-tls: true\n" +
+				"log-level: error\n",
+			want: func(c *Config) {
+				c.Kafka.Brokers = []string{"y1:9092", "y2:9092"}
+				c.Topics, c.DemoTopic = []string{"a", "b", "c"}, "a"
+				c.Listen = "127.0.0.1:8081"
+				c.RingBytes = 128 << 10
+				c.Heartbeat = 5 * time.Second
+				c.MetadataInterval = 500 * time.Millisecond
+				c.Kafka.TLS.Enabled = true
+				c.LogLevel = slog.LevelError
+			},
+		},
+		{
+			name: "YAML comma list in a string",
+			env:  map[string]string{"KAFKA_BROKERS": "k:9092"},
+			yaml: "topics: \"orders, payments\"\nring-bytes: 64MiB\n",
+			want: func(c *Config) { c.Topics = []string{"orders", "payments"} },
+		},
+		{
+			name: "empty YAML file changes nothing",
+			env:  minimalEnv,
+			yaml: "# nothing here\n",
+			want: func(*Config) {},
+		},
+		{
+			name: "demo topic defaults to the first topic, not the alphabetically first",
+			env:  withEnv(map[string]string{"SSEGATE_TOPICS": "zeta,alpha"}),
+			want: func(c *Config) { c.Topics, c.DemoTopic = []string{"zeta", "alpha"}, "zeta" },
+		},
+		{
+			name: "explicit demo topic is kept",
+			env:  withEnv(map[string]string{"SSEGATE_TOPICS": "zeta,alpha", "SSEGATE_DEMO_TOPIC": "alpha"}),
+			want: func(c *Config) { c.Topics, c.DemoTopic = []string{"zeta", "alpha"}, "alpha" },
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := loadConfig(t, tc.args, tc.env, tc.yaml)
+			if err != nil {
+				t.Fatalf("Load: %v", err)
+			}
+			want := base()
+			tc.want(&want)
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("Load\n got: %+v\nwant: %+v", got, want)
+			}
+		})
+	}
+}
+
+func TestLoadPrecedence(t *testing.T) {
+	const file = "listen: \":3\"\nheartbeat: 3s\ntopics: [file]\n"
+	tests := []struct {
+		name      string
+		args      []string
+		env       map[string]string
+		yaml      string
+		listen    string
+		heartbeat time.Duration
+		topics    string
+	}{
+		{
+			name: "flag beats env and file",
+			args: []string{"--listen=:1", "--heartbeat=1s", "--topics=flag"},
+			env:  withEnv(map[string]string{"SSEGATE_LISTEN": ":2", "SSEGATE_HEARTBEAT": "2s", "SSEGATE_TOPICS": "env"}),
+			yaml: file, listen: ":1", heartbeat: time.Second, topics: "flag",
+		},
+		{
+			name: "env beats file",
+			env:  withEnv(map[string]string{"SSEGATE_LISTEN": ":2", "SSEGATE_HEARTBEAT": "2s", "SSEGATE_TOPICS": "env"}),
+			yaml: file, listen: ":2", heartbeat: 2 * time.Second, topics: "env",
+		},
+		{
+			name: "file beats default",
+			env:  withEnv(map[string]string{"SSEGATE_TOPICS": ""}),
+			yaml: file, listen: ":3", heartbeat: 3 * time.Second, topics: "file",
+		},
+		{
+			name: "default when nobody says",
+			env:  minimalEnv, listen: ":8080", heartbeat: 15 * time.Second, topics: "orders",
+		},
+		{
+			name: "flag equal to the default still beats env and file",
+			args: []string{"--listen=:8080", "--heartbeat=15s"},
+			env:  withEnv(map[string]string{"SSEGATE_LISTEN": ":2", "SSEGATE_HEARTBEAT": "2s"}),
+			yaml: file, listen: ":8080", heartbeat: 15 * time.Second, topics: "orders",
+		},
+		{
+			name:   "flag zero beats env",
+			args:   []string{"--heartbeat=0"},
+			env:    withEnv(map[string]string{"SSEGATE_HEARTBEAT": "2s"}),
+			listen: ":8080", heartbeat: 0, topics: "orders",
+		},
+		{
+			name: "empty env variable counts as unset",
+			env:  withEnv(map[string]string{"SSEGATE_LISTEN": ""}),
+			yaml: file, listen: ":3", heartbeat: 3 * time.Second, topics: "orders",
+		},
+		{
+			name:   "flag list replaces the env list instead of adding to it",
+			args:   []string{"--topics=a"},
+			env:    withEnv(map[string]string{"SSEGATE_TOPICS": "b,c"}),
+			listen: ":8080", heartbeat: 15 * time.Second, topics: "a",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := loadConfig(t, tc.args, tc.env, tc.yaml)
+			if err != nil {
+				t.Fatalf("Load: %v", err)
+			}
+			if c.Listen != tc.listen || c.Heartbeat != tc.heartbeat || strings.Join(c.Topics, ",") != tc.topics {
+				t.Fatalf("listen %q heartbeat %v topics %q, want %q %v %q",
+					c.Listen, c.Heartbeat, strings.Join(c.Topics, ","), tc.listen, tc.heartbeat, tc.topics)
+			}
+		})
+	}
+}
+
+func TestLoadByteSizes(t *testing.T) {
+	tests := []struct {
+		in   string
+		want int64
+	}{
+		{"65536", 65536},
+		{"64KiB", 64 << 10},
+		{"64MiB", 64 << 20},
+		{"2GiB", 2 << 30},
+		{"100KB", 100_000},
+		{"5MB", 5_000_000},
+		{"1GB", 1_000_000_000},
+		{"70000B", 70000},
+		{" 64 MiB ", 64 << 20},
+	}
+	for _, tc := range tests {
+		t.Run(tc.in, func(t *testing.T) {
+			for _, src := range []struct {
+				name string
+				args []string
+				env  map[string]string
+				yaml string
+			}{
+				{name: "flag", args: []string{"--ring-bytes=" + tc.in}, env: minimalEnv},
+				{name: "env", env: withEnv(map[string]string{"SSEGATE_RING_BYTES": tc.in})},
+				{name: "file", env: minimalEnv, yaml: "ring-bytes: \"" + tc.in + "\"\n"},
+			} {
+				c, err := loadConfig(t, src.args, src.env, src.yaml)
+				if err != nil {
+					t.Fatalf("%s: Load: %v", src.name, err)
+				}
+				if c.RingBytes != tc.want {
+					t.Errorf("%s: RingBytes = %d, want %d", src.name, c.RingBytes, tc.want)
+				}
+			}
+		})
+	}
+}
+
+func TestLoadPasswordFile(t *testing.T) {
+	tests := []struct {
+		name    string
+		content string
+		want    string
+	}{
+		{"newline stripped", "s3cret\n", "s3cret"},
+		{"crlf stripped", "s3cret\r\n", "s3cret"},
+		{"no newline", "s3cret", "s3cret"},
+		{"inner spaces kept", " a b \n\n", " a b "},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			path := writeConfigFile(t, "password", tc.content)
+			sasl := map[string]string{"SSEGATE_KAFKA_SASL_MECHANISM": "PLAIN", "SSEGATE_KAFKA_SASL_USERNAME": "u"}
+			for _, src := range []struct {
+				name string
+				args []string
+				env  map[string]string
+				yaml string
+			}{
+				{name: "flag", args: []string{"--kafka-sasl-password-file=" + path}, env: withEnv(sasl)},
+				{name: "env", env: withEnv(map[string]string{
+					"SSEGATE_KAFKA_SASL_MECHANISM": "PLAIN", "SSEGATE_KAFKA_SASL_USERNAME": "u",
+					"SSEGATE_KAFKA_SASL_PASSWORD_FILE": path,
+				})},
+				{name: "file", env: withEnv(sasl), yaml: "kafka-sasl-password-file: " + path + "\n"},
+			} {
+				c, err := loadConfig(t, src.args, src.env, src.yaml)
+				if err != nil {
+					t.Fatalf("%s: Load: %v", src.name, err)
+				}
+				if c.Kafka.SASL.Password != tc.want {
+					t.Errorf("%s: password = %q, want %q", src.name, c.Kafka.SASL.Password, tc.want)
+				}
+			}
+		})
+	}
+}
+
+func TestLoadInvalid(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+		yaml string
+		want []string // substrings the error must contain
+	}{
+		{name: "no brokers", env: map[string]string{"SSEGATE_TOPICS": "orders"}, want: []string{"kafka", "KAFKA_BROKERS"}},
+		{name: "broker without port", env: withEnv(map[string]string{"KAFKA_BROKERS": "localhost"}), want: []string{"kafka", "localhost"}},
+		{name: "unknown SASL mechanism", env: withEnv(map[string]string{"SSEGATE_KAFKA_SASL_MECHANISM": "GSSAPI"}), want: []string{"kafka", "GSSAPI"}},
+		{name: "SASL without username", args: []string{"--kafka-sasl-mechanism=PLAIN"}, env: minimalEnv, want: []string{"kafka", "username"}},
+		{name: "TLS cert without key", args: []string{"--kafka-tls-cert-file=/c.pem"}, env: minimalEnv, want: []string{"kafka"}},
+		{name: "no topics", env: map[string]string{"KAFKA_BROKERS": "k:9092"}, want: []string{"topics", "SSEGATE_TOPICS"}},
+		{name: "only commas for topics", env: withEnv(map[string]string{"SSEGATE_TOPICS": " , ,"}), want: []string{"topics"}},
+		{name: "topic with a space", args: []string{"--topics=a b"}, env: minimalEnv, want: []string{"topics", `"a b"`}},
+		{name: "topic ..", args: []string{"--topics=.."}, env: minimalEnv, want: []string{"topics", `".."`}},
+		{name: "topic too long", args: []string{"--topics=" + strings.Repeat("t", 250)}, env: minimalEnv, want: []string{"topics"}},
+		{name: "listen without port", env: withEnv(map[string]string{"SSEGATE_LISTEN": "localhost"}), want: []string{"listen", "SSEGATE_LISTEN"}},
+		{name: "listen from null YAML", env: minimalEnv, yaml: "listen:\n", want: []string{"listen"}},
+		{name: "ring-bytes bad unit flag", args: []string{"--ring-bytes=12XB"}, env: minimalEnv, want: []string{"ring-bytes", "12XB"}},
+		{name: "ring-bytes bad unit env", env: withEnv(map[string]string{"SSEGATE_RING_BYTES": "12XB"}), want: []string{"ring-bytes", "SSEGATE_RING_BYTES", "12XB"}},
+		{name: "ring-bytes bad unit file", env: minimalEnv, yaml: "ring-bytes: 12XB\n", want: []string{"ring-bytes", "config file", "12XB"}},
+		{name: "ring-bytes negative", args: []string{"--ring-bytes=-1"}, env: minimalEnv, want: []string{"ring-bytes"}},
+		{name: "ring-bytes overflow", args: []string{"--ring-bytes=9999999999GiB"}, env: minimalEnv, want: []string{"ring-bytes"}},
+		{name: "ring-bytes below 64KiB", args: []string{"--ring-bytes=65535"}, env: minimalEnv, want: []string{"ring-bytes", "64KiB"}},
+		{name: "heartbeat negative", args: []string{"--heartbeat=-1s"}, env: minimalEnv, want: []string{"heartbeat"}},
+		{name: "heartbeat without unit", env: withEnv(map[string]string{"SSEGATE_HEARTBEAT": "15"}), want: []string{"heartbeat", "SSEGATE_HEARTBEAT"}},
+		{name: "heartbeat not a duration in file", env: minimalEnv, yaml: "heartbeat: soon\n", want: []string{"heartbeat", "soon"}},
+		{name: "retry zero", args: []string{"--retry=0"}, env: minimalEnv, want: []string{"retry"}},
+		{name: "write-timeout zero", env: withEnv(map[string]string{"SSEGATE_WRITE_TIMEOUT": "0s"}), want: []string{"write-timeout"}},
+		{name: "drain negative", args: []string{"--drain=-1s"}, env: minimalEnv, want: []string{"drain"}},
+		{name: "metadata-interval too short", args: []string{"--metadata-interval=10ms"}, env: minimalEnv, want: []string{"metadata-interval"}},
+		{name: "demo-topic not served", args: []string{"--demo-topic=other"}, env: minimalEnv, want: []string{"demo-topic"}},
+		{name: "log-level unknown", env: withEnv(map[string]string{"SSEGATE_LOG_LEVEL": "loud"}), want: []string{"log-level", "loud"}},
+		{name: "kafka-tls not a bool", env: withEnv(map[string]string{"SSEGATE_KAFKA_TLS": "maybe"}), want: []string{"kafka-tls", "maybe"}},
+		{name: "password file missing", args: []string{"--kafka-sasl-password-file=/nonexistent/pw"}, env: minimalEnv, want: []string{"kafka-sasl-password-file"}},
+		{name: "password file missing env", env: withEnv(map[string]string{"SSEGATE_KAFKA_SASL_PASSWORD_FILE": "/nonexistent/pw"}), want: []string{"kafka-sasl-password-file"}},
+		{name: "unknown YAML key", env: minimalEnv, yaml: "listen: \":1\"\nheartbeats: 5s\n", want: []string{"unknown setting", `"heartbeats"`}},
+		{name: "bad YAML", env: minimalEnv, yaml: "topics: [a, b\n", want: []string{"config file"}},
+		{name: "YAML not a mapping", env: minimalEnv, yaml: "- a\n- b\n", want: []string{"config file"}},
+		{name: "YAML map value", env: minimalEnv, yaml: "listen:\n  host: a\n", want: []string{"listen", "map"}},
+		{name: "missing config file", args: []string{"--config=/nonexistent/gateway.yaml"}, env: minimalEnv, want: []string{"config file"}},
+		{name: "positional argument", args: []string{"--listen=:1", "serve"}, env: minimalEnv, want: []string{"unexpected argument", `"serve"`}},
+		{name: "unknown flag", args: []string{"--nope=1"}, env: minimalEnv, want: []string{"nope"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := loadConfig(t, tc.args, tc.env, tc.yaml)
+			if err == nil {
+				t.Fatalf("Load succeeded, want an error containing %q", tc.want)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+			if errors.Is(err, ErrHelp) {
+				t.Errorf("error %q is ErrHelp", err)
+			}
+		})
+	}
+}
+
+func TestLoadHelp(t *testing.T) {
+	for _, arg := range []string{"--help", "-h"} {
+		t.Run(arg, func(t *testing.T) {
+			var out bytes.Buffer
+			// No brokers, no topics: help must not be held up by validation.
+			_, err := Load([]string{arg}, configEnv(nil), &out)
+			if !errors.Is(err, ErrHelp) {
+				t.Fatalf("Load(%s) error = %v, want ErrHelp", arg, err)
+			}
+			for _, w := range []string{"-kafka-brokers", "KAFKA_BROKERS", "-topics", "SSEGATE_TOPICS", "-config", "-ring-bytes"} {
+				if !strings.Contains(out.String(), w) {
+					t.Errorf("usage does not mention %q:\n%s", w, out.String())
+				}
+			}
+		})
+	}
+}
+
+func TestValidateNamesSetting(t *testing.T) {
+	valid := func() Config {
+		c := defaults()
+		c.Kafka.Brokers = []string{"k:9092"}
+		c.Topics = []string{"orders"}
+		c.DemoTopic = "orders"
+		return c
+	}
+	if err := valid().Validate(); err != nil {
+		t.Fatalf("valid config: %v", err)
+	}
+	tests := []struct {
+		name   string
+		mutate func(c *Config)
+		want   string
+	}{
+		{"heartbeat zero is fine", func(c *Config) { c.Heartbeat = 0 }, ""},
+		{"drain zero is fine", func(c *Config) { c.Drain = 0 }, ""},
+		{"ring-bytes exactly 64KiB is fine", func(c *Config) { c.RingBytes = 64 << 10 }, ""},
+		{"metadata-interval exactly 100ms is fine", func(c *Config) { c.MetadataInterval = 100 * time.Millisecond }, ""},
+		{"retry 1ms is fine", func(c *Config) { c.Retry = time.Millisecond }, ""},
+		{"empty demo topic", func(c *Config) { c.DemoTopic = "" }, "demo-topic"},
+		{"retry below 1ms", func(c *Config) { c.Retry = time.Millisecond - 1 }, "retry"},
+		{"write-timeout negative", func(c *Config) { c.WriteTimeout = -time.Second }, "write-timeout"},
+		{"topic .", func(c *Config) { c.Topics = []string{"."}; c.DemoTopic = "." }, "topics"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := valid()
+			tc.mutate(&c)
+			err := c.Validate()
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("Validate: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("Validate = %v, want an error naming %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestLoadPasswordGroup: kafka-sasl-password and kafka-sasl-password-file set one field; the strongest
+// source of either wins for both.
+func TestLoadPasswordGroup(t *testing.T) {
+	path := writeConfigFile(t, "pw", "fromfile\n")
+	base := map[string]string{"SSEGATE_KAFKA_SASL_MECHANISM": "PLAIN", "SSEGATE_KAFKA_SASL_USERNAME": "u"}
+	env := func(kv ...string) map[string]string {
+		m := map[string]string{}
+		for k, v := range base {
+			m[k] = v
+		}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return withEnv(m)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  map[string]string
+		yaml string
+		want string
+	}{
+		{"file flag beats env password", []string{"--kafka-sasl-password-file=" + path}, env("SSEGATE_KAFKA_SASL_PASSWORD", "fromenv"), "", "fromfile"},
+		{"file flag beats yaml password", []string{"--kafka-sasl-password-file=" + path}, env(), "kafka-sasl-password: fromyaml\n", "fromfile"},
+		{"password flag beats env file", []string{"--kafka-sasl-password=fromflag"}, env("SSEGATE_KAFKA_SASL_PASSWORD_FILE", path), "", "fromflag"},
+		{"env password beats yaml file", nil, env("SSEGATE_KAFKA_SASL_PASSWORD", "fromenv"), "kafka-sasl-password-file: " + path + "\n", "fromenv"},
+		{"yaml file alone", nil, env(), "kafka-sasl-password-file: " + path + "\n", "fromfile"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := loadConfig(t, tc.args, tc.env, tc.yaml)
+			if err != nil || c.Kafka.SASL.Password != tc.want {
+				t.Fatalf("password = %q, %v; want %q", c.Kafka.SASL.Password, err, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,275 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/ssegate/ssegate/pkg/kafkaconn"
+	"github.com/ssegate/ssegate/pkg/kafkatest"
+	"github.com/ssegate/ssegate/pkg/position"
+)
+
+// TestPartitionAddedAtRuntime: a partition added to a served topic is read from its start, without a restart,
+// and enters the ids.
+func TestPartitionAddedAtRuntime(t *testing.T) {
+	topic := kafkatest.NewTopic(t, 1, nil)
+	g := startGateway(t, []string{topic}, nil)
+	g.waitReady(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	c := connect(t, ctx, g.url+"/streams/"+topic)
+	if c.initialID != "v1:" {
+		t.Fatalf("initial id of an empty topic = %q, want v1:", c.initialID)
+	}
+	cl := kafkatest.Client(t, kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	kafkatest.Produce(t, cl, &kgo.Record{Partition: 0, Value: []byte("p0")})
+	if ev := c.next(t); ev.ID != "v1:0-0" || ev.Data != "p0" {
+		t.Fatalf("first event = %+v", ev)
+	}
+	if _, err := kafkatest.Admin(t).CreatePartitions(ctx, 1, topic); err != nil {
+		t.Fatalf("create partitions: %v", err)
+	}
+	// The first records of the new partition may be written before the gateway sees it: they must still come.
+	var lastErr error
+	kafkatest.WaitFor(t, 30*time.Second, "a produce to the new partition to succeed", func() bool {
+		cl.ForceMetadataRefresh()
+		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		lastErr = cl.ProduceSync(pctx, &kgo.Record{Partition: 1, Value: []byte("p1-first")}).FirstErr()
+		if lastErr != nil {
+			t.Logf("produce to the new partition: %v", lastErr)
+		}
+		return lastErr == nil
+	})
+	kafkatest.Produce(t, cl, &kgo.Record{Partition: 1, Value: []byte("p1-second")})
+	if ev := c.next(t); ev.ID != "v1:0-0.1-0" || ev.Data != "p1-first" {
+		t.Fatalf("first event of the new partition = %+v, want id v1:0-0.1-0 data p1-first", ev)
+	}
+	if ev := c.next(t); ev.ID != "v1:0-0.1-1" || ev.Data != "p1-second" {
+		t.Fatalf("second event of the new partition = %+v", ev)
+	}
+}
+
+// TestHTTPErrors: unknown topics and paths, bad parameters and methods get their documented JSON errors.
+func TestHTTPErrors(t *testing.T) {
+	topic := kafkatest.NewTopic(t, 1, nil)
+	missing := kafkatest.TopicName(t) // configured, but never created
+	g := startGateway(t, []string{topic, missing}, nil)
+	kafkatest.WaitFor(t, 30*time.Second, "topic to be assigned", func() bool {
+		_, body := get(t, g.url+"/readyz")
+		return strings.Contains(body, missing)
+	})
+	for _, tc := range []struct {
+		name, method, path string
+		status             int
+		errRe, param       string
+	}{
+		{"topic not served", "GET", "/streams/nope", 404, `not served by this gateway`, ""},
+		{"topic not in kafka", "GET", "/streams/" + missing, 404, `does not exist in Kafka`, ""},
+		{"heartbeat not a number", "GET", "/streams/" + topic + "?heartbeat=abc", 400, `"heartbeat".*abc`, "heartbeat"},
+		{"heartbeat too small", "GET", "/streams/" + topic + "?heartbeat=5", 400, `"heartbeat"`, "heartbeat"},
+		{"heartbeat twice", "GET", "/streams/" + topic + "?heartbeat=1000&heartbeat=2000", 400, `more than once`, "heartbeat"},
+		{"unknown path", "GET", "/nope", 404, `no such path`, ""},
+		{"wrong method", "POST", "/streams/" + topic, 405, `not allowed`, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, _ := http.NewRequestWithContext(t.Context(), tc.method, g.url+tc.path, nil)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = resp.Body.Close() }()
+			var body struct{ Error, Param string }
+			if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+				t.Fatalf("body is not JSON: %v", err)
+			}
+			if resp.StatusCode != tc.status || !regexp.MustCompile(tc.errRe).MatchString(body.Error) || body.Param != tc.param {
+				t.Fatalf("%s %s = %d %+v, want %d error ~ %q param %q", tc.method, tc.path, resp.StatusCode, body, tc.status, tc.errRe, tc.param)
+			}
+			if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+				t.Fatalf("Content-Type = %q", ct)
+			}
+		})
+	}
+}
+
+// TestReadyz: not ready while a served topic is missing from Kafka, ready once it exists, and streams of it
+// work from then on without a restart.
+func TestReadyz(t *testing.T) {
+	topic := kafkatest.TopicName(t)
+	g := startGateway(t, []string{topic}, nil)
+	if code, _ := get(t, g.url+"/healthz"); code != http.StatusOK {
+		t.Fatalf("/healthz = %d", code)
+	}
+	kafkatest.WaitFor(t, 30*time.Second, "readyz to name the missing topic", func() bool {
+		code, body := get(t, g.url+"/readyz")
+		return code == http.StatusServiceUnavailable && strings.Contains(body, "does not exist")
+	})
+	kafkatest.CreateTopic(t, topic, 2, nil)
+	t.Cleanup(func() { _, _ = kafkatest.Admin(t).DeleteTopic(context.Background(), topic) })
+	g.waitReady(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	c := connect(t, ctx, g.url+"/streams/"+topic)
+	cl := kafkatest.Client(t, kgo.DefaultProduceTopic(topic))
+	kafkatest.Produce(t, cl, &kgo.Record{Value: []byte("hello")})
+	if ev := c.next(t); ev.Data != "hello" {
+		t.Fatalf("event = %+v", ev)
+	}
+}
+
+// TestShutdownDrains: on shutdown the listener closes and open streams end cleanly within the drain window.
+func TestShutdownDrains(t *testing.T) {
+	topic := kafkatest.NewTopic(t, 1, nil)
+	g := startGateway(t, []string{topic}, func(c *Config) { c.Drain = time.Second })
+	g.waitReady(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	var cs []*sseClient
+	for range 5 {
+		cs = append(cs, connect(t, ctx, g.url+"/streams/"+topic))
+	}
+	start := time.Now()
+	g.stop()
+	for i, c := range cs {
+		_, err := c.p.Next()
+		if !errors.Is(err, io.EOF) {
+			t.Fatalf("stream %d ended with %v, want a clean end of stream", i, err)
+		}
+	}
+	if took := time.Since(start); took > 3*time.Second {
+		t.Fatalf("streams took %v to close with a 1s drain window", took)
+	}
+	select {
+	case err := <-g.done:
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+		g.done <- nil // for the cleanup
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after the drain")
+	}
+	if code, _ := get(t, g.url+"/healthz"); code != 0 {
+		t.Fatalf("a stopped gateway still answers: %d", code)
+	}
+}
+
+// TestMetrics: /metrics reports connections, frames, bytes, lag and the ring in Prometheus text.
+func TestMetrics(t *testing.T) {
+	topic := kafkatest.NewTopic(t, 2, nil)
+	g := startGateway(t, []string{topic}, nil)
+	g.waitReady(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	c := connect(t, ctx, g.url+"/streams/"+topic)
+	cl := kafkatest.Client(t, kgo.DefaultProduceTopic(topic))
+	kafkatest.Produce(t, cl, &kgo.Record{Key: []byte("x"), Value: []byte("one")}, &kgo.Record{Key: []byte("x"), Value: []byte("two")})
+	c.next(t)
+	c.next(t)
+	_, body := get(t, g.url+"/metrics")
+	metric := func(name string, labels ...string) float64 {
+		t.Helper()
+		for _, line := range strings.Split(body, "\n") {
+			if !strings.HasPrefix(line, name+"{") {
+				continue
+			}
+			ok := true
+			for _, l := range labels {
+				ok = ok && strings.Contains(line, l)
+			}
+			if ok {
+				v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+				if err != nil {
+					t.Fatalf("metric line %q: %v", line, err)
+				}
+				return v
+			}
+		}
+		t.Fatalf("no %s%v in /metrics:\n%s", name, labels, body)
+		return 0
+	}
+	tl := `topic="` + topic + `"`
+	if v := metric("ssegate_connections_open", tl); v != 1 {
+		t.Errorf("connections open = %v, want 1", v)
+	}
+	if v := metric("ssegate_frames_written_total", tl); v != 2 {
+		t.Errorf("frames written = %v, want 2", v)
+	}
+	if v := metric("ssegate_bytes_written_total", tl); v < 40 {
+		t.Errorf("bytes written = %v, want at least the two frames", v)
+	}
+	if v := metric("ssegate_ring_frames", tl); v != 2 {
+		t.Errorf("ring frames = %v, want 2", v)
+	}
+	metric("ssegate_ring_bytes", tl)
+	metric("ssegate_consumer_lag", tl, `partition="0"`)
+	metric("ssegate_ring_oldest_offset", tl, `partition="1"`)
+	metric("ssegate_connections_closed_total", tl, `reason="behind"`)
+}
+
+// TestSASL: the gateway authenticates with SASL PLAIN and SCRAM against the broker's SASL listener, and a
+// wrong password keeps it unready.
+func TestSASL(t *testing.T) {
+	saslBrokers := kafkatest.SASLBrokers(t)
+	adm := kafkatest.Admin(t)
+	ctx := kafkatest.Context(t)
+	for _, m := range []kadm.ScramMechanism{kadm.ScramSha256, kadm.ScramSha512} {
+		res, err := adm.AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{{User: "scram-user", Mechanism: m, Iterations: 4096, Password: "scram-secret"}})
+		if err == nil {
+			err = res.Error()
+		}
+		if err != nil {
+			t.Fatalf("create SCRAM user: %v", err)
+		}
+	}
+	topic := kafkatest.NewTopic(t, 1, nil)
+	for _, tc := range []struct {
+		name, mech, user, pass string
+		ok                     bool
+	}{
+		{"plain", kafkaconn.MechanismPlain, "ssegate", "ssegate-secret", true},
+		{"scram-sha-256", kafkaconn.MechanismScramSHA256, "scram-user", "scram-secret", true},
+		{"scram-sha-512", kafkaconn.MechanismScramSHA512, "scram-user", "scram-secret", true},
+		{"wrong password", kafkaconn.MechanismScramSHA256, "scram-user", "nope", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := startGateway(t, []string{topic}, func(c *Config) {
+				c.Kafka.Brokers = saslBrokers
+				c.Kafka.SASL = kafkaconn.SASLConfig{Mechanism: tc.mech, Username: tc.user, Password: tc.pass}
+			})
+			if !tc.ok {
+				// Over several metadata attempts it must never turn ready.
+				for end := time.Now().Add(3 * time.Second); time.Now().Before(end); {
+					code, body := get(t, g.url+"/readyz")
+					if code != http.StatusServiceUnavailable {
+						t.Fatalf("with a wrong password readyz = %d %s", code, body)
+					}
+					<-time.After(100 * time.Millisecond)
+				}
+				return
+			}
+			g.waitReady(t)
+			sctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			c := connect(t, sctx, g.url+"/streams/"+topic)
+			kafkatest.Produce(t, kafkatest.Client(t, kgo.DefaultProduceTopic(topic)), &kgo.Record{Value: []byte(tc.name)})
+			if ev := c.next(t); ev.Data != tc.name {
+				t.Fatalf("event = %+v", ev)
+			}
+			if _, err := position.Parse(c.initialID); err != nil {
+				t.Fatalf("initial id: %v", err)
+			}
+		})
+	}
+}

@@ -1,0 +1,319 @@
+package feed_test
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/ssegate/ssegate/pkg/position"
+	"github.com/ssegate/ssegate/pkg/sse"
+	"github.com/ssegate/ssegate/services/gateway/internal/feed"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/frames/*.golden from the current output")
+
+const frameID = "v1:0-5812.1-5790.2-5833"
+
+// longID is a position vector over 256 partitions with 13-digit offsets, several KiB long.
+var longID = func() string {
+	es := make([]position.Entry, 256)
+	for i := range es {
+		es[i] = position.Entry{Partition: int32(i), Offset: 1_000_000_000_000 + int64(i)*7919}
+	}
+	v, err := position.FromEntries(es)
+	if err != nil {
+		panic(err)
+	}
+	return v.String()
+}()
+
+func hdr(kv ...string) []kgo.RecordHeader {
+	hs := make([]kgo.RecordHeader, 0, len(kv)/2)
+	for i := 0; i+1 < len(kv); i += 2 {
+		hs = append(hs, kgo.RecordHeader{Key: kv[i], Value: []byte(kv[i+1])})
+	}
+	return hs
+}
+
+// frameCases are the golden cases. typ, data and id are what a WHATWG client must see for the frame.
+var frameCases = []struct {
+	name string
+	id   string
+	rec  *kgo.Record
+	typ  string
+	data string
+}{
+	{
+		name: "json-single-line",
+		rec:  &kgo.Record{Key: []byte("user-1"), Value: []byte(`{"user":"ada","n":1}`)},
+		typ:  "message", data: `{"user":"ada","n":1}`,
+	},
+	{
+		name: "multiline-lf",
+		rec:  &kgo.Record{Value: []byte("a\nb\nc")},
+		typ:  "message", data: "a\nb\nc",
+	},
+	{
+		name: "multiline-crlf",
+		rec:  &kgo.Record{Value: []byte("a\r\nb\r\nc")},
+		typ:  "message", data: "a\nb\nc",
+	},
+	{
+		name: "multiline-cr",
+		rec:  &kgo.Record{Value: []byte("a\rb\rc")},
+		typ:  "message", data: "a\nb\nc",
+	},
+	{
+		name: "multiline-mixed",
+		rec:  &kgo.Record{Value: []byte("a\r\nb\nc\rd\n\re\r\r\nf")},
+		typ:  "message", data: "a\nb\nc\nd\n\ne\n\nf",
+	},
+	{
+		name: "multiline-blank-lines",
+		rec:  &kgo.Record{Value: []byte("a\n\n\nb")},
+		typ:  "message", data: "a\n\n\nb",
+	},
+	{
+		name: "trailing-lf",
+		rec:  &kgo.Record{Value: []byte("a\n")},
+		typ:  "message", data: "a\n",
+	},
+	{
+		name: "trailing-crlf",
+		rec:  &kgo.Record{Value: []byte("a\r\n")},
+		typ:  "message", data: "a\n",
+	},
+	{
+		name: "trailing-cr",
+		rec:  &kgo.Record{Value: []byte("a\r")},
+		typ:  "message", data: "a\n",
+	},
+	{
+		name: "leading-line-end",
+		rec:  &kgo.Record{Value: []byte("\nx")},
+		typ:  "message", data: "\nx",
+	},
+	{
+		name: "value-looks-like-fields",
+		rec:  &kgo.Record{Value: []byte("x\n\nevent: evil\nid: v1:9-9\ndata: injected\n\n: comment")},
+		typ:  "message", data: "x\n\nevent: evil\nid: v1:9-9\ndata: injected\n\n: comment",
+	},
+	{
+		name: "value-leading-space",
+		rec:  &kgo.Record{Value: []byte(" indented\n  two")},
+		typ:  "message", data: " indented\n  two",
+	},
+	{
+		name: "empty-value",
+		rec:  &kgo.Record{Key: []byte("k"), Value: []byte{}},
+		typ:  "message", data: "",
+	},
+	{
+		name: "tombstone",
+		rec:  &kgo.Record{Key: []byte("user-1"), Value: nil, Headers: hdr("event", "ignored")},
+		typ:  "delete", data: "user-1",
+	},
+	{
+		name: "tombstone-nil-key",
+		rec:  &kgo.Record{Key: nil, Value: nil},
+		typ:  "delete", data: "",
+	},
+	{
+		name: "tombstone-multiline-key",
+		rec:  &kgo.Record{Key: []byte("k1\r\n\nk2"), Value: nil},
+		typ:  "delete", data: "k1\n\nk2",
+	},
+	{
+		name: "event-header",
+		rec:  &kgo.Record{Value: []byte("v"), Headers: hdr("trace", "t", "event", "order.created")},
+		typ:  "order.created", data: "v",
+	},
+	{
+		name: "ce-type-header",
+		rec:  &kgo.Record{Value: []byte("v"), Headers: hdr("ce_type", "com.example.order.created")},
+		typ:  "com.example.order.created", data: "v",
+	},
+	{
+		name: "event-and-ce-type",
+		rec:  &kgo.Record{Value: []byte("v"), Headers: hdr("ce_type", "from-ce", "event", "from-event")},
+		typ:  "from-event", data: "v",
+	},
+	{
+		name: "empty-event-header",
+		rec:  &kgo.Record{Value: []byte("v"), Headers: hdr("event", "")},
+		typ:  "message", data: "v",
+	},
+	{
+		name: "event-injection-crlf",
+		rec:  &kgo.Record{Value: []byte("v"), Headers: hdr("event", "a\r\nid: evil")},
+		typ:  "a\uFFFD\uFFFDid: evil", data: "v",
+	},
+	{
+		name: "event-injection-blank-line",
+		rec:  &kgo.Record{Value: []byte("v"), Headers: hdr("event", "x\n\ndata: injected")},
+		typ:  "x\uFFFD\uFFFDdata: injected", data: "v",
+	},
+	{
+		name: "ce-type-injection-cr",
+		rec:  &kgo.Record{Value: []byte("v"), Headers: hdr("ce_type", "x\r\rdata: injected\r")},
+		typ:  "x\uFFFD\uFFFDdata: injected\uFFFD", data: "v",
+	},
+	{
+		name: "non-utf8-value",
+		rec:  &kgo.Record{Value: []byte("a\xffb\xc3(\xe2\x82")},
+		typ:  "message", data: "a\uFFFDb\uFFFD(\uFFFD",
+	},
+	{
+		name: "non-utf8-header",
+		rec:  &kgo.Record{Value: []byte("v"), Headers: hdr("event", "t\xfe\xff")},
+		typ:  "t\uFFFD\uFFFD", data: "v",
+	},
+	{
+		name: "utf8-value",
+		rec:  &kgo.Record{Value: []byte("caf\u00e9 \u2603 \U0001F600")},
+		typ:  "message", data: "caf\u00e9 \u2603 \U0001F600",
+	},
+	{
+		name: "long-id",
+		id:   longID,
+		rec:  &kgo.Record{Value: []byte("v")},
+		typ:  "message", data: "v",
+	},
+}
+
+func TestAppendFrameGolden(t *testing.T) {
+	if *update {
+		if err := os.MkdirAll(filepath.Join("testdata", "frames"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range frameCases {
+		t.Run(tc.name, func(t *testing.T) {
+			id := tc.id
+			if id == "" {
+				id = frameID
+			}
+			prefix := []byte("prefix|")
+			got := feed.AppendFrame(bytes.Clone(prefix), []byte(id), tc.rec)
+			if !bytes.HasPrefix(got, prefix) {
+				t.Fatalf("AppendFrame did not append to dst: %q", got)
+			}
+			got = got[len(prefix):]
+
+			path := filepath.Join("testdata", "frames", tc.name+".golden")
+			if *update {
+				if err := os.WriteFile(path, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run go test -update to create it)", err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("frame differs from %s\n got: %q\nwant: %q", path, got, want)
+			}
+		})
+	}
+}
+
+// TestAppendFrameParses reads every golden case back with the project's WHATWG parser: whatever the record
+// holds, the frame is exactly one event with the record's type, data and the frame's id.
+func TestAppendFrameParses(t *testing.T) {
+	for _, tc := range frameCases {
+		t.Run(tc.name, func(t *testing.T) {
+			id := tc.id
+			if id == "" {
+				id = frameID
+			}
+			frame := feed.AppendFrame(nil, []byte(id), tc.rec)
+			if !bytes.HasSuffix(frame, []byte("\n\n")) {
+				t.Fatalf("frame does not end with a blank line: %q", frame)
+			}
+			// Exactly one line end in the frame is doubled: the one that ends it.
+			if n := strings.Count(string(frame), "\n\n"); n != 1 || strings.ContainsRune(string(frame), '\r') {
+				t.Fatalf("frame has %d blank lines or a CR: %q", n, frame)
+			}
+			p := sse.NewParser(bytes.NewReader(frame))
+			ev, err := p.Next()
+			if err != nil {
+				t.Fatalf("parsing %q: %v", frame, err)
+			}
+			if ev.Type != tc.typ || ev.Data != tc.data || ev.ID != id {
+				t.Errorf("parsed event\n got: type %q data %q id %.40q\nwant: type %q data %q id %.40q",
+					ev.Type, ev.Data, ev.ID, tc.typ, tc.data, id)
+			}
+			if extra, err := p.Next(); !errors.Is(err, io.EOF) {
+				t.Errorf("second Next = %+v, %v; want io.EOF (the frame split into more events)", extra, err)
+			}
+			if _, err := position.Parse(ev.ID); err != nil {
+				t.Errorf("parsed id is not a position: %v", err)
+			}
+		})
+	}
+}
+
+// TestAppendFrameConcatenated parses all golden frames written back to back, as a connection sends them:
+// each one is one event, in order, and no frame bleeds into the next.
+func TestAppendFrameConcatenated(t *testing.T) {
+	var stream []byte
+	for _, tc := range frameCases {
+		stream = feed.AppendFrame(stream, []byte(frameID), tc.rec)
+	}
+	p := sse.NewParser(bytes.NewReader(stream))
+	for _, tc := range frameCases {
+		ev, err := p.Next()
+		if err != nil {
+			t.Fatalf("before %s: %v", tc.name, err)
+		}
+		if ev.Type != tc.typ || ev.Data != tc.data {
+			t.Fatalf("%s: got type %q data %q, want %q %q", tc.name, ev.Type, ev.Data, tc.typ, tc.data)
+		}
+	}
+	if ev, err := p.Next(); !errors.Is(err, io.EOF) {
+		t.Fatalf("after the last frame: %+v, %v; want io.EOF", ev, err)
+	}
+}
+
+func TestEventType(t *testing.T) {
+	tests := []struct {
+		name    string
+		headers []kgo.RecordHeader
+		want    string
+		wantNil bool
+	}{
+		{name: "no headers", headers: nil, wantNil: true},
+		{name: "unrelated headers", headers: hdr("trace", "x", "content-type", "application/json"), wantNil: true},
+		{name: "event", headers: hdr("event", "created"), want: "created"},
+		{name: "ce_type", headers: hdr("ce_type", "com.example.created"), want: "com.example.created"},
+		{name: "event after ce_type wins", headers: hdr("ce_type", "ce", "event", "ev"), want: "ev"},
+		{name: "event before ce_type wins", headers: hdr("event", "ev", "ce_type", "ce"), want: "ev"},
+		{name: "first event of two", headers: hdr("event", "one", "event", "two"), want: "one"},
+		{name: "first ce_type of two", headers: hdr("ce_type", "one", "ce_type", "two"), want: "one"},
+		{name: "empty event still wins over ce_type", headers: hdr("event", "", "ce_type", "ce"), want: ""},
+		{name: "keys are case-sensitive", headers: hdr("Event", "x", "CE_TYPE", "y"), wantNil: true},
+		{name: "ce-type with a dash is not ce_type", headers: hdr("ce-type", "x"), wantNil: true},
+		{name: "value returned raw", headers: hdr("event", "a\r\nb"), want: "a\r\nb"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := feed.EventType(tc.headers)
+			if tc.wantNil {
+				if got != nil {
+					t.Fatalf("EventType = %q, want nil", got)
+				}
+				return
+			}
+			if got == nil || string(got) != tc.want {
+				t.Fatalf("EventType = %q (nil %t), want %q", got, got == nil, tc.want)
+			}
+		})
+	}
+}
