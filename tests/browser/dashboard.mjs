@@ -1,0 +1,39 @@
+// Opens the gateway's dashboard in headless Chromium and reports what the page's EventSource saw.
+//
+//   node dashboard.mjs URL COUNT [TIMEOUT_MS]
+//
+// Prints "open" on a line of its own once the EventSource is connected, then waits until the page has
+// received COUNT events and prints window.ssegate (opens, events, lastEventId) as one JSON line.
+// CHROMIUM names the browser binary (default /usr/bin/chromium); SCREENSHOT, if set, is where a PNG of
+// the page is written at the end.
+import { chromium } from "playwright-core";
+
+const [url, countArg, timeoutArg] = process.argv.slice(2);
+const count = Number(countArg);
+const timeout = Number(timeoutArg || 60000);
+if (!url || !Number.isInteger(count) || count < 0) {
+  console.error("usage: node dashboard.mjs URL COUNT [TIMEOUT_MS]");
+  process.exit(2);
+}
+
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+  args: [
+    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+  ],
+});
+try {
+  const page = await browser.newPage();
+  page.on("pageerror", (err) => console.error("page error:", err.message));
+  await page.goto(url);
+  await page.waitForFunction(() => window.ssegate && window.ssegate.opens >= 1, null, { timeout, polling: 50 });
+  console.log("open");
+  await page.waitForFunction((n) => window.ssegate.events.length >= n, count, { timeout, polling: 50 });
+  if (process.env.SCREENSHOT) {
+    await page.screenshot({ path: process.env.SCREENSHOT });
+  }
+  console.log(JSON.stringify(await page.evaluate(() => window.ssegate)));
+} finally {
+  await browser.close();
+}
