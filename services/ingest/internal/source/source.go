@@ -1,0 +1,498 @@
+package source
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/ssegate/ssegate/pkg/sse"
+	"github.com/ssegate/ssegate/services/ingest/internal/txn"
+)
+
+// Options are the settings every source of a process shares.
+type Options struct {
+	// Kafka are the connection options (brokers, TLS, SASL, logger). Required.
+	Kafka []kgo.Opt
+	// CheckpointTopic is the compacted topic of checkpoints. Required.
+	CheckpointTopic string
+	// TransactionalIDPrefix is put before the source name to make its transactional id. Default
+	// "ssegate-ingest-".
+	TransactionalIDPrefix string
+	// DeadLetterTopic receives a record for each oversized event. Empty means oversized events are
+	// dropped and only counted.
+	DeadLetterTopic string
+	// CommitInterval is the longest a transaction stays open once it holds something. Default 100ms.
+	CommitInterval time.Duration
+	// CommitEvents commits a transaction once it holds this many events. Default 1000.
+	CommitEvents int
+	// BufferEvents is how many parsed events wait between the HTTP reader and the producer; when it is
+	// full the body is not read. Default 1000.
+	BufferEvents int
+	// MaxEventBytes and MaxLineBytes cap one event's data and one line. Zero means the pkg/sse defaults
+	// (4 MiB and 1 MiB).
+	MaxEventBytes, MaxLineBytes int
+	// IdleTimeout ends a connection that delivers no bytes for this long. Zero means never.
+	IdleTimeout time.Duration
+	// BackoffMin and BackoffMax bound the reconnection delay. Defaults 1s and 30s.
+	BackoffMin, BackoffMax time.Duration
+	// TransactionTimeout is the Kafka transaction timeout. Default 10s.
+	TransactionTimeout time.Duration
+	// HTTPClient makes the requests. Nil means a client without an overall timeout (streams are long)
+	// whose transport waits at most 30s for response headers.
+	HTTPClient *http.Client
+	// Logger receives the source's logs. Nil means slog.Default().
+	Logger *slog.Logger
+	// AbandonOnStop makes Run return at shutdown without committing or aborting the open transaction,
+	// exactly as if the process had crashed. For tests of crash recovery only.
+	AbandonOnStop bool
+}
+
+func (o *Options) defaults() {
+	if o.TransactionalIDPrefix == "" {
+		o.TransactionalIDPrefix = "ssegate-ingest-"
+	}
+	if o.CommitInterval <= 0 {
+		o.CommitInterval = 100 * time.Millisecond
+	}
+	if o.CommitEvents <= 0 {
+		o.CommitEvents = 1000
+	}
+	if o.BufferEvents <= 0 {
+		o.BufferEvents = 1000
+	}
+	if o.BackoffMin <= 0 {
+		o.BackoffMin = time.Second
+	}
+	if o.BackoffMax <= 0 {
+		o.BackoffMax = 30 * time.Second
+	}
+	if o.TransactionTimeout <= 0 {
+		o.TransactionTimeout = 10 * time.Second
+	}
+	if o.HTTPClient == nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.ResponseHeaderTimeout = 30 * time.Second
+		o.HTTPClient = &http.Client{Transport: tr}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+}
+
+// Stats are a source's counters, read by the metrics at scrape time.
+type Stats struct {
+	Connects     atomic.Int64 // requests made
+	Bytes        atomic.Int64 // body bytes read
+	Events       atomic.Int64 // events parsed
+	Filtered     atomic.Int64 // events skipped by the event-type filter
+	Records      atomic.Int64 // records committed to the target topic
+	Oversized    atomic.Int64 // events over the size limits
+	DeadLettered atomic.Int64 // dead-letter records committed
+	Commits      atomic.Int64 // transactions committed
+	Aborts       atomic.Int64 // transactions given up (aborted, or outcome unknown)
+	Reconnects   [numReasons]atomic.Int64
+}
+
+// The states a source reports in its Status.
+const (
+	StateStarting   = "starting"   // fencing earlier producers, reading the checkpoint
+	StateConnecting = "connecting" // the request is out
+	StateStreaming  = "streaming"  // events are flowing
+	StateBackoff    = "backoff"    // waiting before reconnecting
+	StateStopped    = "stopped"    // Run returned
+)
+
+// Status is a snapshot of a source for GET /sources.
+type Status struct {
+	Name  string `json:"name"`
+	State string `json:"state"`
+	// LastID is the last event id committed to Kafka.
+	LastID string `json:"last_id"`
+	// HasCheckpoint is false until the source has committed (or read) a checkpoint.
+	HasCheckpoint bool      `json:"has_checkpoint"`
+	LastError     string    `json:"last_error,omitempty"`
+	LastReason    string    `json:"last_reason,omitempty"`
+	LastErrorAt   time.Time `json:"last_error_at,omitzero"`
+}
+
+// Source follows one SSE stream and writes its events to Kafka exactly once.
+type Source struct {
+	spec  Spec
+	opt   Options
+	log   *slog.Logger
+	stats Stats
+
+	mu     sync.Mutex
+	status Status
+}
+
+// New returns a Source; Run starts it.
+func New(spec Spec, opt Options) *Source {
+	opt.defaults()
+	return &Source{
+		spec:   spec,
+		opt:    opt,
+		log:    opt.Logger.With("source", spec.Name),
+		status: Status{Name: spec.Name, State: StateStopped},
+	}
+}
+
+// Name returns the source name.
+func (s *Source) Name() string { return s.spec.Name }
+
+// Stats returns the source's counters.
+func (s *Source) Stats() *Stats { return &s.stats }
+
+// Status returns a snapshot of the source's state.
+func (s *Source) Status() Status {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.status
+}
+
+func (s *Source) setState(state string) {
+	s.mu.Lock()
+	s.status.State = state
+	s.mu.Unlock()
+}
+
+func (s *Source) setCommitted(id string) {
+	s.mu.Lock()
+	s.status.LastID, s.status.HasCheckpoint = id, true
+	s.mu.Unlock()
+}
+
+func (s *Source) report(r Reason, err error) {
+	s.mu.Lock()
+	s.status.LastReason = r.String()
+	if err != nil {
+		s.status.LastError, s.status.LastErrorAt = err.Error(), time.Now()
+	}
+	s.mu.Unlock()
+}
+
+// Run follows the source until ctx ends (it then returns nil) or the server answers 204 (ErrNoContent).
+// Every other failure is retried: a connection failure by reconnecting from the last committed id, a
+// Kafka failure by building a new transactional producer, which fences the old one and reads the
+// committed checkpoint again.
+func (s *Source) Run(ctx context.Context) error {
+	defer s.setState(StateStopped)
+	bo := &backoff{min: s.opt.BackoffMin, max: s.opt.BackoffMax}
+	for {
+		s.setState(StateStarting)
+		p, cp, err := txn.Open(ctx, txn.Config{
+			TransactionalID:    s.opt.TransactionalIDPrefix + s.spec.Name,
+			CheckpointTopic:    s.opt.CheckpointTopic,
+			Key:                s.spec.Name,
+			TransactionTimeout: s.opt.TransactionTimeout,
+			Opts:               s.opt.Kafka,
+		})
+		if err == nil {
+			if cp.Found {
+				s.setCommitted(cp.ID)
+			}
+			err = s.follow(ctx, p, cp, bo)
+			p.Close()
+			if errors.Is(err, ErrNoContent) {
+				return err
+			}
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		s.stats.Reconnects[ReasonKafka].Add(1)
+		s.report(ReasonKafka, err)
+		d := bo.next()
+		s.log.Warn("kafka failed; starting over from the committed checkpoint", "err", err, "delay", d.String())
+		s.setState(StateBackoff)
+		if !sleep(ctx, d) {
+			return nil
+		}
+	}
+}
+
+// follow runs connections with one producer until Kafka fails (the error is returned), the server
+// answers 204 (ErrNoContent) or ctx ends (nil).
+func (s *Source) follow(ctx context.Context, p *txn.Producer, cp txn.Checkpoint, bo *backoff) error {
+	lastID := cp.ID
+	if !cp.Found && s.spec.StartSet {
+		lastID = s.spec.StartID
+	}
+	for {
+		o := s.session(ctx, p, lastID)
+		lastID = o.lastID
+		if o.retry > 0 {
+			bo.retry = o.retry
+		}
+		if o.events > 0 {
+			bo.reset()
+		}
+		switch o.reason {
+		case ReasonShutdown:
+			if ctx.Err() != nil {
+				return nil
+			}
+			// The connection was canceled by something other than shutdown; reconnect.
+			o.reason = ReasonReadError
+		case ReasonKafka:
+			return o.err
+		case ReasonNoContent:
+			s.stats.Reconnects[ReasonNoContent].Add(1)
+			s.report(ReasonNoContent, o.err)
+			s.log.Info("server answered 204 No Content; the source stops")
+			return ErrNoContent
+		}
+		s.stats.Reconnects[o.reason].Add(1)
+		s.report(o.reason, o.err)
+		d := bo.next()
+		switch o.reason {
+		case ReasonContentType, ReasonBadStatus:
+			// Not a transient failure: retried, but slowly, and loudly.
+			d = max(d, bo.max)
+		case ReasonServerError, ReasonThrottled:
+			d = max(d, o.retryAfter)
+		}
+		level := slog.LevelWarn
+		if o.reason == ReasonEndOfStream {
+			level = slog.LevelInfo
+		}
+		s.log.Log(ctx, level, "reconnecting", "reason", o.reason.String(), "err", o.err, "delay", d.String(),
+			"last_event_id", lastID)
+		s.setState(StateBackoff)
+		if !sleep(ctx, d) {
+			return nil
+		}
+	}
+}
+
+// outcome is how one connection ended.
+type outcome struct {
+	reason     Reason
+	err        error
+	lastID     string        // the last committed id after the connection
+	events     int           // events read on the connection
+	retry      time.Duration // the server's last retry: value; zero means none
+	retryAfter time.Duration // the Retry-After of a 429 or 5xx; zero means none
+}
+
+// item is what the reader hands the batching loop: a record to produce (nil for an event that writes
+// nothing, such as a filtered one) and the stream's last event id after it.
+type item struct {
+	rec *kgo.Record
+	id  string
+}
+
+// session runs one connection: a reader goroutine parses the body into a bounded channel, and this
+// goroutine batches what it receives into transactions. The reader is owned here: it stops when the
+// connection's context is canceled (or the body ends) and is joined before session returns.
+func (s *Source) session(ctx context.Context, p *txn.Producer, lastID string) outcome {
+	connCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s.setState(StateConnecting)
+	resp, o := s.connect(connCtx, lastID)
+	if resp == nil {
+		o.lastID = lastID
+		return o
+	}
+	defer func() { _ = resp.Body.Close() }()
+	s.setState(StateStreaming)
+	s.log.Info("connected", "last_event_id", lastID)
+
+	items := make(chan item, s.opt.BufferEvents)
+	var rd outcome
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		defer close(items)
+		rd = s.read(connCtx, resp.Body, items, cancel)
+	})
+	o = s.batch(ctx, p, items, lastID)
+	cancel()
+	wg.Wait()
+	o.events, o.retry = rd.events, rd.retry
+	// batch reports only its own endings (Kafka, shutdown); otherwise the reader's says why the
+	// connection ended.
+	if o.reason != ReasonKafka && o.reason != ReasonShutdown {
+		o.reason, o.err = rd.reason, rd.err
+	}
+	return o
+}
+
+// read parses the body and sends one item per event until the body ends or ctx is canceled. Blocking on
+// a full channel stops the reading of the body, which is the backpressure on the server.
+func (s *Source) read(ctx context.Context, body io.Reader, items chan<- item, cancel context.CancelFunc) outcome {
+	ir := newIdleReader(body, s.opt.IdleTimeout, &s.stats.Bytes, cancel)
+	defer ir.stop()
+	p := sse.NewParser(ir, sse.WithMaxEventBytes(s.opt.MaxEventBytes), sse.WithMaxLineBytes(s.opt.MaxLineBytes))
+	var o outcome
+	for {
+		ev, err := p.Next()
+		if d, ok := p.Retry(); ok {
+			o.retry = d
+		}
+		var it item
+		switch {
+		case err == nil:
+			s.stats.Events.Add(1)
+			o.events++
+			it.id = ev.ID
+			if !wanted(&s.spec, ev.Type) {
+				s.stats.Filtered.Add(1)
+				break
+			}
+			rec, err := toRecord(&s.spec, ev)
+			if err != nil {
+				// Only a JSON encoder failure gets here; the event is skipped like an oversized one.
+				s.log.Error("cannot encode event", "err", err, "id", ev.ID)
+				continue
+			}
+			it.rec = rec
+		case errors.Is(err, sse.ErrEventTooLarge), errors.Is(err, sse.ErrLineTooLong):
+			s.stats.Oversized.Add(1)
+			s.log.Warn("oversized event", "err", err, "after_id", p.LastEventID(), "dead_letter", s.opt.DeadLetterTopic != "")
+			if s.opt.DeadLetterTopic == "" {
+				continue
+			}
+			it = item{rec: s.deadLetter(p.LastEventID(), err), id: p.LastEventID()}
+		default:
+			switch {
+			case errors.Is(err, errIdle):
+				o.reason = ReasonIdleTimeout
+			case ctx.Err() != nil:
+				o.reason = ReasonShutdown
+			case errors.Is(err, io.EOF):
+				o.reason = ReasonEndOfStream
+			default:
+				o.reason = ReasonReadError
+			}
+			o.err = err
+			return o
+		}
+		select {
+		case items <- it:
+		case <-ctx.Done():
+			o.reason = ReasonShutdown
+			if ir.fired.Load() {
+				o.reason, o.err = ReasonIdleTimeout, errIdle
+			}
+			return o
+		}
+	}
+}
+
+// deadLetter returns the record written for an oversized event. The parser drops the event before its
+// own id is known, so the record names the id before it.
+func (s *Source) deadLetter(afterID string, cause error) *kgo.Record {
+	reason := "event-too-large"
+	if errors.Is(cause, sse.ErrLineTooLong) {
+		reason = "line-too-long"
+	}
+	val, _ := json.Marshal(map[string]string{"source": s.spec.Name, "after_id": afterID, "reason": reason})
+	return &kgo.Record{
+		Topic: s.opt.DeadLetterTopic,
+		Key:   []byte(s.spec.Name),
+		Value: val,
+		Headers: []kgo.RecordHeader{
+			{Key: HeaderSource, Value: []byte(s.spec.Name)},
+			{Key: HeaderID, Value: []byte(afterID)},
+			{Key: "reason", Value: []byte(reason)},
+		},
+	}
+}
+
+// batch produces the items into transactions, committing each with the last id it covers, every
+// CommitInterval or CommitEvents, until items is closed (the connection ended: what was read is
+// committed), Kafka fails (ReasonKafka) or ctx ends (ReasonShutdown).
+func (s *Source) batch(ctx context.Context, p *txn.Producer, items <-chan item, committed string) outcome {
+	pendingID, n, records, dead := committed, 0, 0, 0
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	var tick <-chan time.Time
+	commit := func(cctx context.Context) error {
+		if n == 0 {
+			return nil
+		}
+		if err := p.Commit(cctx, pendingID); err != nil {
+			s.stats.Aborts.Add(1)
+			return err
+		}
+		s.stats.Commits.Add(1)
+		s.stats.Records.Add(int64(records))
+		s.stats.DeadLettered.Add(int64(dead))
+		committed, n, records, dead, tick = pendingID, 0, 0, 0, nil
+		s.setCommitted(committed)
+		return nil
+	}
+	fail := func(err error) outcome {
+		return outcome{reason: ReasonKafka, err: fmt.Errorf("kafka: %w", err), lastID: committed}
+	}
+	for {
+		select {
+		case it, ok := <-items:
+			if !ok {
+				if ctx.Err() != nil {
+					return s.stop(ctx, p, commit, committed)
+				}
+				if err := commit(ctx); err != nil {
+					return fail(err)
+				}
+				return outcome{lastID: committed}
+			}
+			if it.rec != nil {
+				if err := p.Add(ctx, it.rec); err != nil {
+					return fail(err)
+				}
+				if it.rec.Topic == s.opt.DeadLetterTopic && it.rec.Topic != s.spec.Topic {
+					dead++
+				} else {
+					records++
+				}
+			}
+			pendingID = it.id
+			n++
+			if tick == nil {
+				timer.Reset(s.opt.CommitInterval)
+				tick = timer.C
+			}
+			if n >= s.opt.CommitEvents {
+				if err := commit(ctx); err != nil {
+					return fail(err)
+				}
+			}
+		case <-tick:
+			if err := commit(ctx); err != nil {
+				return fail(err)
+			}
+		case <-ctx.Done():
+			return s.stop(ctx, p, commit, committed)
+		}
+	}
+}
+
+// stop ends the open transaction at shutdown: it commits what was read (the upstream would replay it
+// anyway, but a commit spares read_committed consumers the wait for an abandoned transaction), or aborts
+// if the commit fails. With AbandonOnStop it does neither, like a crash.
+func (s *Source) stop(ctx context.Context, p *txn.Producer, commit func(context.Context) error, committed string) outcome {
+	o := outcome{reason: ReasonShutdown, lastID: committed}
+	if s.opt.AbandonOnStop {
+		return o
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := commit(sctx); err != nil {
+		s.log.Warn("commit at shutdown failed; aborting", "err", err)
+		if aerr := p.Abort(sctx); aerr != nil {
+			s.log.Warn("abort at shutdown failed; the next start fences the transaction", "err", aerr)
+		}
+	}
+	return o
+}
