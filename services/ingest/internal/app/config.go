@@ -1,0 +1,316 @@
+package app
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/goccy/go-yaml"
+
+	"github.com/ssegate/ssegate/pkg/kafkaconn"
+	"github.com/ssegate/ssegate/services/ingest/internal/source"
+)
+
+// Config is the ingest service's configuration. Every field but Sources can be set by a flag (--name), an
+// environment variable (SSEGATE_INGEST_NAME with dashes as underscores; KAFKA_BROKERS for the brokers) and
+// a key of the YAML file given by --config, in that order of precedence. Sources come from the file's
+// "sources" list.
+type Config struct {
+	// Kafka is how to reach the cluster: brokers (required), TLS, SASL.
+	Kafka kafkaconn.Config
+	// Sources are the streams followed. At least one is required.
+	Sources []source.Spec
+	// Listen is the HTTP listen address of /healthz, /readyz, /metrics and /sources. Default ":8081".
+	Listen string
+	// CheckpointTopic is the compacted topic of checkpoints, created if missing. Default
+	// "ssegate-ingest-checkpoints".
+	CheckpointTopic string
+	// DeadLetterTopic receives a record per oversized event. Empty (the default) drops them and counts
+	// them in a metric.
+	DeadLetterTopic string
+	// CommitInterval is the longest a transaction stays open. Default 100ms.
+	CommitInterval time.Duration
+	// CommitEvents commits once a transaction holds this many events. Default 1000.
+	CommitEvents int
+	// BufferEvents is how many parsed events may wait for Kafka per source before the HTTP body is no
+	// longer read. Default 1000.
+	BufferEvents int
+	// MaxEventBytes caps one event's data. Default 4 MiB.
+	MaxEventBytes int64
+	// MaxLineBytes caps one line of a stream. Default 1 MiB.
+	MaxLineBytes int64
+	// IdleTimeout reconnects a stream that sends no byte for this long. Default 60s; zero means never.
+	IdleTimeout time.Duration
+	// BackoffMin is the first reconnection delay when the server sent no retry: field. Default 1s.
+	BackoffMin time.Duration
+	// BackoffMax caps the reconnection delay (a server's larger retry: value wins). Default 30s.
+	BackoffMax time.Duration
+	// TransactionTimeout is the Kafka transaction timeout: how long a crashed replica's open transaction
+	// can hold back read_committed consumers. Default 10s.
+	TransactionTimeout time.Duration
+	// LogLevel is the lowest level logged: debug, info, warn or error. Default info.
+	LogLevel slog.Level
+}
+
+func defaults() Config {
+	return Config{
+		Listen:             ":8081",
+		CheckpointTopic:    "ssegate-ingest-checkpoints",
+		CommitInterval:     100 * time.Millisecond,
+		CommitEvents:       1000,
+		BufferEvents:       1000,
+		MaxEventBytes:      4 << 20,
+		MaxLineBytes:       1 << 20,
+		IdleTimeout:        60 * time.Second,
+		BackoffMin:         time.Second,
+		BackoffMax:         30 * time.Second,
+		TransactionTimeout: 10 * time.Second,
+		LogLevel:           slog.LevelInfo,
+	}
+}
+
+// setting is one configuration knob and where it can come from.
+type setting struct {
+	name  string
+	envs  []string
+	usage string
+	value flag.Value
+	// group names settings that write the same field (a value and its -file form). Empty means the
+	// setting's own name.
+	group string
+}
+
+func envName(name string) string {
+	return "SSEGATE_INGEST_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+}
+
+func settings(c *Config) []setting {
+	s := func(name, usage string, v flag.Value) setting {
+		return setting{name: name, envs: []string{envName(name)}, usage: usage, value: v}
+	}
+	return []setting{
+		{
+			name: "kafka-brokers", envs: []string{"KAFKA_BROKERS", envName("kafka-brokers")},
+			usage: "Kafka seed brokers, host:port, comma-separated (required)", value: (*listValue)(&c.Kafka.Brokers),
+		},
+		s("listen", "HTTP listen address of /healthz, /readyz, /metrics and /sources", (*stringValue)(&c.Listen)),
+		s("checkpoint-topic", "compacted topic of checkpoints (created if missing)", (*stringValue)(&c.CheckpointTopic)),
+		s("dead-letter-topic", "topic for oversized events; empty drops them", (*stringValue)(&c.DeadLetterTopic)),
+		s("commit-interval", "longest a Kafka transaction stays open", (*durationValue)(&c.CommitInterval)),
+		s("commit-events", "commit once a transaction holds this many events", (*intValue)(&c.CommitEvents)),
+		s("buffer-events", "parsed events waiting for Kafka per source before reading stops", (*intValue)(&c.BufferEvents)),
+		s("max-event-bytes", "largest event data (bytes, or with KiB/MiB)", (*bytesValue)(&c.MaxEventBytes)),
+		s("max-line-bytes", "longest line of a stream (bytes, or with KiB/MiB)", (*bytesValue)(&c.MaxLineBytes)),
+		s("idle-timeout", "reconnect a stream silent for this long; 0 means never", (*durationValue)(&c.IdleTimeout)),
+		s("backoff-min", "first reconnection delay when the server sent no retry:", (*durationValue)(&c.BackoffMin)),
+		s("backoff-max", "cap of the reconnection delay", (*durationValue)(&c.BackoffMax)),
+		s("transaction-timeout", "Kafka transaction timeout", (*durationValue)(&c.TransactionTimeout)),
+		s("log-level", "lowest level logged: debug, info, warn, error", (*levelValue)(&c.LogLevel)),
+		s("kafka-client-id", "client id sent to Kafka", (*stringValue)(&c.Kafka.ClientID)),
+		s("kafka-tls", "connect to Kafka with TLS", (*boolValue)(&c.Kafka.TLS.Enabled)),
+		s("kafka-tls-ca-file", "PEM file of CAs to trust (default: system roots); implies TLS", (*stringValue)(&c.Kafka.TLS.CAFile)),
+		s("kafka-tls-cert-file", "PEM client certificate for mutual TLS; implies TLS", (*stringValue)(&c.Kafka.TLS.CertFile)),
+		s("kafka-tls-key-file", "PEM key of the client certificate", (*stringValue)(&c.Kafka.TLS.KeyFile)),
+		s("kafka-tls-server-name", "name to check in the brokers' certificates", (*stringValue)(&c.Kafka.TLS.ServerName)),
+		s("kafka-tls-insecure-skip-verify", "do not verify broker certificates (tests only)", (*boolValue)(&c.Kafka.TLS.InsecureSkipVerify)),
+		s("kafka-sasl-mechanism", "SASL mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (default: none)", (*stringValue)(&c.Kafka.SASL.Mechanism)),
+		s("kafka-sasl-username", "SASL username", (*stringValue)(&c.Kafka.SASL.Username)),
+		{
+			name: "kafka-sasl-password", envs: []string{envName("kafka-sasl-password")}, group: "kafka-sasl-password",
+			usage: "SASL password (prefer the -file form or the environment)", value: (*stringValue)(&c.Kafka.SASL.Password),
+		},
+		{
+			name: "kafka-sasl-password-file", envs: []string{envName("kafka-sasl-password-file")}, group: "kafka-sasl-password",
+			usage: "file holding the SASL password", value: (*fileValue)(&c.Kafka.SASL.Password),
+		},
+	}
+}
+
+// ErrHelp is returned by Load when --help was asked for; the usage has been written.
+var ErrHelp = flag.ErrHelp
+
+// Load builds the configuration from args (without the program name), the environment (getenv) and the
+// YAML file named by --config, and validates it. Usage and flag errors are written to out.
+func Load(args []string, getenv func(string) string, out io.Writer) (Config, error) {
+	c := defaults()
+	ss := settings(&c)
+	fs := flag.NewFlagSet("ingest", flag.ContinueOnError)
+	fs.SetOutput(out)
+	configFile := fs.String("config", "", "YAML file with the sources list and optional settings (keys are the flag names)")
+	for _, s := range ss {
+		fs.Var(s.value, s.name, s.usage+" (env "+strings.Join(s.envs, " or ")+")")
+	}
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected argument %q (settings are flags: --name=value)", fs.Arg(0))
+	}
+	groupOf := func(s setting) string {
+		if s.group != "" {
+			return s.group
+		}
+		return s.name
+	}
+	fromFlag := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) {
+		for _, s := range ss {
+			if s.name == f.Name {
+				fromFlag[groupOf(s)] = true
+			}
+		}
+	})
+
+	file := map[string]any{}
+	if *configFile != "" {
+		data, err := os.ReadFile(*configFile)
+		if err != nil {
+			return c, fmt.Errorf("config file: %w", err)
+		}
+		if err := yaml.Unmarshal(data, &file); err != nil {
+			return c, fmt.Errorf("config file %s: %s", *configFile, oneLine(err.Error()))
+		}
+		for k := range file {
+			if k != "sources" && !slices.ContainsFunc(ss, func(s setting) bool { return s.name == k }) {
+				return c, fmt.Errorf("config file %s: unknown setting %q", *configFile, k)
+			}
+		}
+	}
+	fromEnv := map[string]bool{}
+	for _, s := range ss {
+		if fromFlag[groupOf(s)] {
+			continue
+		}
+		if env, v := firstEnv(s.envs, getenv); env != "" {
+			if err := s.value.Set(v); err != nil {
+				return c, fmt.Errorf("setting %s from %s: %w", s.name, env, err)
+			}
+			fromEnv[groupOf(s)] = true
+		}
+	}
+	for _, s := range ss {
+		raw, ok := file[s.name]
+		if !ok || fromFlag[groupOf(s)] || fromEnv[groupOf(s)] {
+			continue
+		}
+		v, err := scalar(raw)
+		if err == nil {
+			err = s.value.Set(v)
+		}
+		if err != nil {
+			return c, fmt.Errorf("setting %s from config file %s: %w", s.name, *configFile, err)
+		}
+	}
+	if raw, ok := file["sources"]; ok {
+		specs, err := parseSources(raw, getenv)
+		if err != nil {
+			return c, err
+		}
+		c.Sources = specs
+	}
+	return c, c.Validate()
+}
+
+// oneLine keeps the first line of a multi-line message (the YAML library adds an annotated excerpt).
+func oneLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return strings.TrimSpace(s[:i])
+	}
+	return s
+}
+
+func firstEnv(names []string, getenv func(string) string) (string, string) {
+	for _, n := range names {
+		if v := getenv(n); v != "" {
+			return n, v
+		}
+	}
+	return "", ""
+}
+
+// scalar turns a YAML value into the text a flag would have held; a list becomes a comma list.
+func scalar(v any) (string, error) {
+	switch x := v.(type) {
+	case nil:
+		return "", nil
+	case string:
+		return x, nil
+	case []any:
+		parts := make([]string, len(x))
+		for i, e := range x {
+			s, err := scalar(e)
+			if err != nil {
+				return "", err
+			}
+			parts[i] = s
+		}
+		return strings.Join(parts, ","), nil
+	case map[string]any:
+		return "", errors.New("want a single value or a list, got a map")
+	default:
+		return fmt.Sprint(x), nil
+	}
+}
+
+// topicName is what Kafka accepts as a topic name.
+var topicName = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,249}$`)
+
+// sourceName keeps source names safe as record keys, transactional ids and metric labels.
+var sourceName = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,200}$`)
+
+func validTopic(t string) bool { return topicName.MatchString(t) && t != "." && t != ".." }
+
+// Validate checks the configuration. Its error names the setting at fault (and the source, for a
+// source's setting).
+func (c Config) Validate() error {
+	if err := c.Kafka.Validate(); err != nil {
+		return fmt.Errorf("invalid kafka setting (KAFKA_BROKERS or --kafka-*): %w", err)
+	}
+	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+		return fmt.Errorf("invalid setting listen (%s): %q: want host:port or :port", envName("listen"), c.Listen)
+	}
+	checks := []struct {
+		name string
+		bad  bool
+		want string
+	}{
+		{"checkpoint-topic", !validTopic(c.CheckpointTopic), "a valid Kafka topic name"},
+		{"dead-letter-topic", c.DeadLetterTopic != "" && !validTopic(c.DeadLetterTopic), "empty or a valid Kafka topic name"},
+		{"commit-interval", c.CommitInterval < time.Millisecond, "at least 1ms"},
+		{"commit-events", c.CommitEvents < 1, "at least 1"},
+		{"buffer-events", c.BufferEvents < 1, "at least 1"},
+		{"max-event-bytes", c.MaxEventBytes < 1, "at least 1"},
+		{"max-line-bytes", c.MaxLineBytes < 1, "at least 1"},
+		{"idle-timeout", c.IdleTimeout < 0, "zero or positive"},
+		{"backoff-min", c.BackoffMin < time.Millisecond, "at least 1ms"},
+		{"backoff-max", c.BackoffMax < c.BackoffMin, "at least backoff-min"},
+		{
+			"transaction-timeout", c.TransactionTimeout < time.Second || c.TransactionTimeout <= c.CommitInterval,
+			"at least 1s and longer than commit-interval",
+		},
+	}
+	for _, ch := range checks {
+		if ch.bad {
+			return fmt.Errorf("invalid setting %s (%s): must be %s", ch.name, envName(ch.name), ch.want)
+		}
+	}
+	if len(c.Sources) == 0 {
+		return errors.New("invalid setting sources (config file): at least one source is required")
+	}
+	seen := map[string]bool{}
+	for i, s := range c.Sources {
+		if seen[s.Name] {
+			return fmt.Errorf("invalid source %q (sources[%d]): setting name: the name is used twice", s.Name, i)
+		}
+		seen[s.Name] = true
+	}
+	return nil
+}

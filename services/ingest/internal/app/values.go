@@ -1,0 +1,123 @@
+package app
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// flag.Value implementations for Config fields.
+
+type stringValue string
+
+func (v *stringValue) String() string     { return string(*v) }
+func (v *stringValue) Set(s string) error { *v = stringValue(s); return nil }
+
+type listValue []string
+
+func (v *listValue) String() string { return strings.Join(*v, ",") }
+
+func (v *listValue) Set(s string) error {
+	var out []string
+	for _, part := range strings.Split(s, ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			out = append(out, part)
+		}
+	}
+	*v = out
+	return nil
+}
+
+type boolValue bool
+
+func (v *boolValue) String() string   { return strconv.FormatBool(bool(*v)) }
+func (v *boolValue) IsBoolFlag() bool { return true }
+
+func (v *boolValue) Set(s string) error {
+	b, err := strconv.ParseBool(s)
+	if err != nil {
+		return fmt.Errorf("want true or false, got %q", s)
+	}
+	*v = boolValue(b)
+	return nil
+}
+
+type durationValue time.Duration
+
+func (v *durationValue) String() string { return time.Duration(*v).String() }
+
+func (v *durationValue) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("want a duration such as 15s or 500ms, got %q", s)
+	}
+	*v = durationValue(d)
+	return nil
+}
+
+type bytesValue int64
+
+func (v *bytesValue) String() string { return strconv.FormatInt(int64(*v), 10) }
+
+func (v *bytesValue) Set(s string) error {
+	units := []struct {
+		suffix string
+		mult   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1000}, {"MB", 1000_000}, {"GB", 1000_000_000}, {"B", 1}}
+	num, mult := strings.TrimSpace(s), int64(1)
+	for _, u := range units {
+		if strings.HasSuffix(num, u.suffix) {
+			num, mult = strings.TrimSpace(strings.TrimSuffix(num, u.suffix)), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n < 0 || n > (1<<62)/mult {
+		return fmt.Errorf("want a size in bytes such as 67108864 or 64MiB, got %q", s)
+	}
+	*v = bytesValue(n * mult)
+	return nil
+}
+
+type levelValue slog.Level
+
+func (v *levelValue) String() string { return slog.Level(*v).String() }
+
+func (v *levelValue) Set(s string) error {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return fmt.Errorf("want debug, info, warn or error, got %q", s)
+	}
+	*v = levelValue(l)
+	return nil
+}
+
+// fileValue sets a string field to the trimmed contents of the named file.
+type fileValue string
+
+func (v *fileValue) String() string { return "" }
+
+func (v *fileValue) Set(path string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	*v = fileValue(strings.TrimRight(string(b), "\r\n"))
+	return nil
+}
+
+type intValue int
+
+func (v *intValue) String() string { return strconv.Itoa(int(*v)) }
+
+func (v *intValue) Set(s string) error {
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil {
+		return fmt.Errorf("want a whole number, got %q", s)
+	}
+	*v = intValue(n)
+	return nil
+}
