@@ -16,6 +16,7 @@ import (
 
 	"github.com/ssegate/ssegate/pkg/kafkaconn"
 	"github.com/ssegate/ssegate/services/gateway/internal/feed"
+	"github.com/ssegate/ssegate/services/gateway/internal/replay"
 	"github.com/ssegate/ssegate/services/gateway/internal/stream"
 )
 
@@ -24,15 +25,18 @@ var dashboardFS embed.FS
 
 // App is a running gateway: the Kafka feed, the HTTP server and the telemetry that watches them.
 type App struct {
-	cfg       Config
-	log       *slog.Logger
-	feed      *feed.Feed
-	streams   *stream.Server
-	stats     map[string]*stream.Stats
-	telemetry *telemetry
-	ln        net.Listener
-	srv       *http.Server
-	draining  atomic.Bool
+	cfg     Config
+	log     *slog.Logger
+	feed    *feed.Feed
+	streams *stream.Server
+	stats   map[string]*stream.Stats
+	replays *replay.Pool
+	// streamTopics are what streams read, per topic: the ring, and Kafka through the feed and replays.
+	streamTopics map[string]*stream.Topic
+	telemetry    *telemetry
+	ln           net.Listener
+	srv          *http.Server
+	draining     atomic.Bool
 }
 
 // New builds the gateway from a validated configuration and binds its listener, so that a busy port fails
@@ -47,6 +51,7 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 		Topics:           cfg.Topics,
 		RingBytes:        int(cfg.RingBytes),
 		MetadataInterval: cfg.MetadataInterval,
+		Prefill:          cfg.Prefill,
 		Logger:           log,
 	}, kopts...)
 	if err != nil {
@@ -62,12 +67,27 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 			Drain:        cfg.Drain,
 			Logger:       log,
 		}),
-		stats: map[string]*stream.Stats{},
+		stats:        map[string]*stream.Stats{},
+		replays:      replay.NewPool(replay.Config{Readers: cfg.ReplayReaders}, kopts...),
+		streamTopics: map[string]*stream.Topic{},
 	}
 	for _, name := range f.Topics() {
 		a.stats[name] = new(stream.Stats)
+		t := f.Topic(name)
+		a.streamTopics[name] = &stream.Topic{
+			Name:       name,
+			Ring:       t.Ring(),
+			Partitions: t.Partitions,
+			Watermarks: func(ctx context.Context, maxAge time.Duration) (map[int32]feed.Watermarks, error) {
+				return f.Watermarks(ctx, name, maxAge)
+			},
+			OffsetsAfter: func(ctx context.Context, at time.Time) (map[int32]int64, error) {
+				return f.OffsetsAfter(ctx, name, at)
+			},
+			Replay: a.replays,
+		}
 	}
-	if a.telemetry, err = newTelemetry(f, a.stats); err != nil {
+	if a.telemetry, err = newTelemetry(f, a.stats, a.replays); err != nil {
 		return nil, err
 	}
 	var lc net.ListenConfig

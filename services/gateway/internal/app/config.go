@@ -43,6 +43,13 @@ type Config struct {
 	Drain time.Duration
 	// MetadataInterval is how often the gateway looks for new topics and partitions. Default 10s.
 	MetadataInterval time.Duration
+	// Prefill is how many of each partition's latest records are read into the ring at start, before the
+	// gateway reports ready, so that clients reconnecting after a deploy are served from memory (the ring's
+	// size still bounds what stays). Default 10000; zero means none.
+	Prefill int64
+	// ReplayReaders bounds the Kafka readers that serve resumes from positions the ring no longer holds;
+	// connections wait for one (with heartbeats). Default 4.
+	ReplayReaders int
 	// DemoTopic is the topic the dashboard at / shows. Default: the first topic.
 	DemoTopic string
 	// LogLevel is the lowest level logged: debug, info, warn or error. Default info.
@@ -59,6 +66,8 @@ func defaults() Config {
 		WriteTimeout:     10 * time.Second,
 		Drain:            10 * time.Second,
 		MetadataInterval: 10 * time.Second,
+		Prefill:          10000,
+		ReplayReaders:    4,
 		LogLevel:         slog.LevelInfo,
 	}
 }
@@ -94,6 +103,8 @@ func settings(c *Config) []setting {
 		s("write-timeout", "time a client has to take each write before it is disconnected", (*durationValue)(&c.WriteTimeout)),
 		s("drain", "window over which streams are closed at shutdown; 0 closes them at once", (*durationValue)(&c.Drain)),
 		s("metadata-interval", "how often to look for new topics and partitions", (*durationValue)(&c.MetadataInterval)),
+		s("prefill", "latest records per partition read into the ring at start; 0 means none", (*int64Value)(&c.Prefill)),
+		s("replay-readers", "Kafka readers serving resumes the ring cannot serve, at most at once", (*intValue)(&c.ReplayReaders)),
 		s("demo-topic", "topic shown by the dashboard at / (default: the first topic)", (*stringValue)(&c.DemoTopic)),
 		s("log-level", "lowest level logged: debug, info, warn, error", (*levelValue)(&c.LogLevel)),
 		s("kafka-client-id", "client id sent to Kafka", (*stringValue)(&c.Kafka.ClientID)),
@@ -261,6 +272,8 @@ func (c Config) Validate() error {
 		{"write-timeout", c.WriteTimeout < time.Millisecond, "at least 1ms"},
 		{"drain", c.Drain < 0, "zero or positive"},
 		{"metadata-interval", c.MetadataInterval < 100*time.Millisecond, "at least 100ms"},
+		{"prefill", c.Prefill < 0, "zero or positive"},
+		{"replay-readers", c.ReplayReaders < 1 || c.ReplayReaders > 1000, "from 1 to 1000"},
 		{"demo-topic", !slices.Contains(c.Topics, c.DemoTopic), "one of the served topics"},
 	}
 	for _, ch := range checks {

@@ -72,6 +72,8 @@ func TestLoadDefaults(t *testing.T) {
 	want.WriteTimeout = 10 * time.Second
 	want.Drain = 10 * time.Second
 	want.MetadataInterval = 10 * time.Second
+	want.Prefill = 10000
+	want.ReplayReaders = 4
 	want.DemoTopic = "orders"
 	want.LogLevel = slog.LevelInfo
 	if !reflect.DeepEqual(got, want) {

@@ -67,12 +67,12 @@ func (a *App) handleStream(c *gin.Context) {
 		abort(c, errNotFound("topic "+name+" does not exist in Kafka"))
 		return
 	}
-	p, err := stream.ParseParams(c.Request.URL.Query(), a.cfg.Heartbeat)
+	p, err := stream.ParseParams(c.Request.URL.Query(), c.Request.Header, a.cfg.Heartbeat)
 	if err != nil {
 		abort(c, err)
 		return
 	}
-	a.streams.Serve(c.Writer, c.Request, t.Ring(), p, a.stats[name])
+	a.streams.Serve(c.Writer, c.Request, a.streamTopics[name], p, a.stats[name])
 }
 
 func (a *App) handleReady(c *gin.Context) {

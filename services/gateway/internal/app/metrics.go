@@ -15,6 +15,7 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
 	"github.com/ssegate/ssegate/services/gateway/internal/feed"
+	"github.com/ssegate/ssegate/services/gateway/internal/replay"
 	"github.com/ssegate/ssegate/services/gateway/internal/stream"
 )
 
@@ -27,7 +28,7 @@ type telemetry struct {
 	handler  http.Handler
 }
 
-func newTelemetry(f *feed.Feed, stats map[string]*stream.Stats) (*telemetry, error) {
+func newTelemetry(f *feed.Feed, stats map[string]*stream.Stats, replays *replay.Pool) (*telemetry, error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	exp, err := otelprom.New(otelprom.WithRegisterer(reg), otelprom.WithoutScopeInfo())
@@ -46,7 +47,15 @@ func newTelemetry(f *feed.Feed, stats map[string]*stream.Stats) (*telemetry, err
 	ringFrames, err7 := m.Int64ObservableGauge("ssegate.ring.frames", metric.WithDescription("Frames held in the topic's ring"))
 	ringOldest, err8 := m.Int64ObservableGauge("ssegate.ring.oldest.offset", metric.WithDescription("Oldest offset from which the ring holds every record of the partition"))
 	evicted, err9 := m.Int64ObservableCounter("ssegate.ring.evicted", metric.WithDescription("Frames evicted from the topic's ring"))
-	for _, err := range []error{err1, err2, err3, err4, err5, err6, err7, err8, err9} {
+	resumes, err10 := m.Int64ObservableCounter("ssegate.resumes", metric.WithDescription("Resumes and catch-ups, by source: ring (memory alone) or kafka (a replay read)"))
+	resyncs, err11 := m.Int64ObservableCounter("ssegate.resyncs", metric.WithDescription("Resync events sent, by reason"))
+	skipped, err12 := m.Int64ObservableCounter("ssegate.resync.skipped", metric.WithDescription("Offsets clients will never get, reported by resync events"))
+	replayInUse, err13 := m.Int64ObservableGauge("ssegate.replay.readers.in_use", metric.WithDescription("Kafka replay readers running now"))
+	replayWaiting, err14 := m.Int64ObservableGauge("ssegate.replay.waiting", metric.WithDescription("Connections waiting for a replay reader"))
+	replaySeconds, err15 := m.Float64ObservableCounter("ssegate.replay.duration.seconds", metric.WithDescription("Total time spent in replay reads"))
+	replayReads, err16 := m.Int64ObservableCounter("ssegate.replay.reads", metric.WithDescription("Replay reads started"))
+	replayRecords, err17 := m.Int64ObservableCounter("ssegate.replay.records", metric.WithDescription("Records read by replay reads"))
+	for _, err := range []error{err1, err2, err3, err4, err5, err6, err7, err8, err9, err10, err11, err12, err13, err14, err15, err16, err17} {
 		if err != nil {
 			return nil, fmt.Errorf("metric instrument: %w", err)
 		}
@@ -79,9 +88,24 @@ func newTelemetry(f *feed.Feed, stats map[string]*stream.Stats) (*telemetry, err
 				o.ObserveInt64(ringOldest, off, partitionAttrs(name, p))
 			})
 		}
+		for _, name := range f.Topics() {
+			st := stats[name]
+			o.ObserveInt64(resumes, st.ResumedFromRing.Load(), metric.WithAttributes(attribute.String("topic", name), attribute.String("source", "ring")))
+			o.ObserveInt64(resumes, st.ResumedFromKafka.Load(), metric.WithAttributes(attribute.String("topic", name), attribute.String("source", "kafka")))
+			for i, r := range stream.ResyncReasons {
+				o.ObserveInt64(resyncs, st.Resyncs[i].Load(), metric.WithAttributes(attribute.String("topic", name), attribute.String("reason", r)))
+			}
+			o.ObserveInt64(skipped, st.Skipped.Load(), topicAttrs[name])
+		}
+		o.ObserveInt64(replayInUse, replays.Stats.InUse.Load())
+		o.ObserveInt64(replayWaiting, replays.Stats.Waiting.Load())
+		o.ObserveFloat64(replaySeconds, float64(replays.Stats.Nanos.Load())/1e9)
+		o.ObserveInt64(replayReads, replays.Stats.Reads.Load())
+		o.ObserveInt64(replayRecords, replays.Stats.Records.Load())
 		f.Lag(func(topic string, p int32, l int64) { o.ObserveInt64(lag, l, partitionAttrs(topic, p)) })
 		return nil
-	}, open, frames, written, closed, lag, ringBytes, ringFrames, ringOldest, evicted)
+	}, open, frames, written, closed, lag, ringBytes, ringFrames, ringOldest, evicted,
+		resumes, resyncs, skipped, replayInUse, replayWaiting, replaySeconds, replayReads, replayRecords)
 	if err != nil {
 		return nil, fmt.Errorf("metric callback: %w", err)
 	}

@@ -233,7 +233,6 @@ func TestSASL(t *testing.T) {
 			t.Fatalf("create SCRAM user: %v", err)
 		}
 	}
-	topic := kafkatest.NewTopic(t, 1, nil)
 	for _, tc := range []struct {
 		name, mech, user, pass string
 		ok                     bool
@@ -244,6 +243,7 @@ func TestSASL(t *testing.T) {
 		{"wrong password", kafkaconn.MechanismScramSHA256, "scram-user", "nope", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			topic := kafkatest.NewTopic(t, 1, nil)
 			g := startGateway(t, []string{topic}, func(c *Config) {
 				c.Kafka.Brokers = saslBrokers
 				c.Kafka.SASL = kafkaconn.SASLConfig{Mechanism: tc.mech, Username: tc.user, Password: tc.pass}

@@ -108,3 +108,29 @@ func (v *fileValue) Set(path string) error {
 	*v = fileValue(strings.TrimRight(string(b), "\r\n"))
 	return nil
 }
+
+type int64Value int64
+
+func (v *int64Value) String() string { return strconv.FormatInt(int64(*v), 10) }
+
+func (v *int64Value) Set(s string) error {
+	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	if err != nil {
+		return fmt.Errorf("want a whole number, got %q", s)
+	}
+	*v = int64Value(n)
+	return nil
+}
+
+type intValue int
+
+func (v *intValue) String() string { return strconv.Itoa(int(*v)) }
+
+func (v *intValue) Set(s string) error {
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil {
+		return fmt.Errorf("want a whole number, got %q", s)
+	}
+	*v = intValue(n)
+	return nil
+}

@@ -27,6 +27,10 @@ type Config struct {
 	// MetadataInterval is how often the feed looks for new topics and partitions and refreshes end offsets
 	// for the lag metric. Zero means 10 seconds.
 	MetadataInterval time.Duration
+	// Prefill is how many of each partition's most recent records are read into the ring at start, so
+	// that clients reconnecting right after a deploy are served from memory; the ring's byte bound still
+	// applies. Zero means none.
+	Prefill int64
 	// Logger receives the feed's logs. Nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -42,6 +46,20 @@ type Feed struct {
 
 	refreshed atomic.Bool // a metadata refresh has succeeded
 	first     bool        // no refresh has succeeded yet; owned by the refresher goroutine
+
+	wmMu    sync.Mutex
+	wmCache map[string]cachedWatermarks
+}
+
+// Watermarks are a partition's low and high watermarks: the oldest offset still stored and the offset the
+// next record will get.
+type Watermarks struct {
+	Low, High int64
+}
+
+type cachedWatermarks struct {
+	at time.Time
+	wm map[int32]Watermarks
 }
 
 // Topic is one topic's state: its ring and what the feed knows of its partitions.
@@ -59,6 +77,7 @@ type Topic struct {
 
 type partition struct {
 	start int64        // offset reading began at; -1 when reading from the partition's start
+	ready int64        // offset up to which the partition must be read before the feed is ready
 	next  atomic.Int64 // offset after the last record published; -1 until the first one
 	end   atomic.Int64 // latest last-stable offset seen
 }
@@ -77,7 +96,7 @@ func New(cfg Config, kafkaOpts ...kgo.Opt) (*Feed, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	f := &Feed{cfg: cfg, log: cfg.Logger, topics: make(map[string]*Topic), first: true}
+	f := &Feed{cfg: cfg, log: cfg.Logger, topics: make(map[string]*Topic), first: true, wmCache: map[string]cachedWatermarks{}}
 	for _, name := range cfg.Topics {
 		if _, dup := f.topics[name]; dup {
 			continue
@@ -213,17 +232,22 @@ func (f *Feed) refresh(ctx context.Context) error {
 			return fmt.Errorf("metadata of topic %s: %w", name, td.Err)
 		}
 	}
-	var ends kadm.ListedOffsets
+	var ends, starts kadm.ListedOffsets
 	if len(present) > 0 {
 		if ends, err = f.adm.ListCommittedOffsets(rctx, present...); err != nil {
 			return fmt.Errorf("list end offsets: %w", err)
+		}
+		if f.first && f.cfg.Prefill > 0 {
+			if starts, err = f.adm.ListStartOffsets(rctx, present...); err != nil {
+				return fmt.Errorf("list start offsets: %w", err)
+			}
 		}
 	}
 	add := map[string]map[int32]kgo.Offset{}
 	for _, name := range present {
 		t := f.topics[name]
 		td := md.Topics[name]
-		if ps := t.assign(td, ends, f.first); len(ps) > 0 {
+		if ps := t.assign(td, ends, starts, f.first, f.cfg.Prefill); len(ps) > 0 {
 			add[name] = ps
 			f.log.Info("reading partitions", "topic", name, "partitions", len(ps), "from_start", !f.first)
 		}
@@ -234,13 +258,13 @@ func (f *Feed) refresh(ctx context.Context) error {
 	return nil
 }
 
-// assign records the topic's partitions that are new to the feed and returns where to read them from: at the
-// last stable offset on the feed's first refresh, at their start afterwards.
-func (t *Topic) assign(td kadm.TopicDetail, ends kadm.ListedOffsets, atEnd bool) map[int32]kgo.Offset {
+// assign records the topic's partitions that are new to the feed and returns where to read them from: on the
+// feed's first refresh, prefill records before the last stable offset (not before the low watermark in
+// starts); afterwards, at their start.
+func (t *Topic) assign(td kadm.TopicDetail, ends, starts kadm.ListedOffsets, atEnd bool, prefill int64) map[int32]kgo.Offset {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	wasNew := !t.exists
-	t.exists = true
 	add := map[int32]kgo.Offset{}
 	for _, pd := range td.Partitions {
 		lo, ok := ends.Lookup(td.Topic, pd.Partition)
@@ -250,21 +274,25 @@ func (t *Topic) assign(td kadm.TopicDetail, ends kadm.ListedOffsets, atEnd bool)
 			}
 			continue
 		}
-		ps := &partition{start: -1}
+		ps := &partition{start: -1, ready: -1}
 		ps.next.Store(-1)
 		switch {
 		case atEnd && wasNew:
 			if !ok || lo.Err != nil || lo.Offset < 0 {
 				continue // try again on the next refresh
 			}
-			ps.start = lo.Offset
-			ps.next.Store(lo.Offset)
-			ps.end.Store(lo.Offset)
-			if lo.Offset > 0 {
-				t.pos.Set(pd.Partition, lo.Offset-1)
+			start := lo.Offset
+			if so, ok := starts.Lookup(td.Topic, pd.Partition); ok && so.Err == nil && prefill > 0 {
+				start = max(so.Offset, lo.Offset-prefill)
 			}
-			t.ring.SetLow(pd.Partition, lo.Offset)
-			add[pd.Partition] = kgo.NewOffset().At(lo.Offset)
+			ps.start, ps.ready = start, lo.Offset
+			ps.next.Store(start)
+			ps.end.Store(lo.Offset)
+			if start > 0 {
+				t.pos.Set(pd.Partition, start-1)
+			}
+			t.ring.SetLow(pd.Partition, start)
+			add[pd.Partition] = kgo.NewOffset().At(start)
 		default:
 			if ok && lo.Err == nil {
 				ps.end.Store(lo.Offset)
@@ -278,6 +306,8 @@ func (t *Topic) assign(td kadm.TopicDetail, ends kadm.ListedOffsets, atEnd bool)
 		var empty ring.Batch
 		t.ring.Publish(&empty, t.id)
 	}
+	// Streams are served once the ring carries the position of at least one assigned partition.
+	t.exists = len(t.parts) > 0
 	return add
 }
 
@@ -306,7 +336,9 @@ func (f *Feed) Ready() (bool, string) {
 		exists, n := t.exists, len(t.parts)
 		behind := int32(-1)
 		for p, ps := range t.parts {
-			if ps.start >= 0 && ps.next.Load() < ps.start {
+			// Within one offset: the record before the start position may be a transaction marker, which
+			// is never delivered.
+			if ps.ready > 0 && ps.next.Load() < ps.ready-1 {
 				behind = p
 			}
 		}
@@ -349,4 +381,67 @@ func (f *Feed) Lag(fn func(topic string, partition int32, lag int64)) {
 			fn(name, x.p, x.lag)
 		}
 	}
+}
+
+// Partitions returns the topic's partitions known to the feed, ascending.
+func (t *Topic) Partitions() []int32 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	ps := make([]int32, 0, len(t.parts))
+	for p := range t.parts {
+		ps = append(ps, p)
+	}
+	slices.Sort(ps)
+	return ps
+}
+
+// Watermarks returns the low and high watermarks of every partition of topic. Answers are cached for
+// maxAge, so that a reconnect storm asks Kafka once rather than once per connection.
+func (f *Feed) Watermarks(ctx context.Context, topic string, maxAge time.Duration) (map[int32]Watermarks, error) {
+	f.wmMu.Lock()
+	c, ok := f.wmCache[topic]
+	f.wmMu.Unlock()
+	if ok && time.Since(c.at) < maxAge {
+		return c.wm, nil
+	}
+	starts, err := f.adm.ListStartOffsets(ctx, topic)
+	if err == nil {
+		err = starts.Error()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list start offsets of %s: %w", topic, err)
+	}
+	ends, err := f.adm.ListEndOffsets(ctx, topic)
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list end offsets of %s: %w", topic, err)
+	}
+	wm := map[int32]Watermarks{}
+	starts.Each(func(o kadm.ListedOffset) { wm[o.Partition] = Watermarks{Low: o.Offset, High: -1} })
+	ends.Each(func(o kadm.ListedOffset) {
+		w := wm[o.Partition]
+		w.High = o.Offset
+		wm[o.Partition] = w
+	})
+	f.wmMu.Lock()
+	f.wmCache[topic] = cachedWatermarks{at: time.Now(), wm: wm}
+	f.wmMu.Unlock()
+	return wm, nil
+}
+
+// OffsetsAfter returns, per partition of topic, the offset of the first record with a timestamp at or after
+// t, or -1 when there is none yet.
+func (f *Feed) OffsetsAfter(ctx context.Context, topic string, t time.Time) (map[int32]int64, error) {
+	los, err := f.adm.ListOffsetsAfterMilli(ctx, t.UnixMilli(), topic)
+	if err == nil {
+		err = los.Error()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list offsets of %s after %v: %w", topic, t, err)
+	}
+	out := map[int32]int64{}
+	los.Each(func(o kadm.ListedOffset) { out[o.Partition] = o.Offset })
+	return out, nil
 }

@@ -2,6 +2,7 @@ package ring
 
 import (
 	"fmt"
+	"sort"
 	"sync"
 )
 
@@ -28,7 +29,8 @@ type Ring struct {
 	wake    chan struct{}
 	headID  []byte
 	low     map[int32]int64
-	evicted uint64 // frames evicted so far
+	index   map[int32]*seqQueue // per partition, the sequence numbers of its frames in the ring, ascending
+	evicted uint64              // frames evicted so far
 }
 
 type entry struct {
@@ -60,6 +62,7 @@ func New(maxBytes, chunkSize int) (*Ring, error) {
 		mask:      minEntries - 1,
 		wake:      make(chan struct{}),
 		low:       make(map[int32]int64),
+		index:     make(map[int32]*seqQueue),
 	}, nil
 }
 
@@ -93,6 +96,12 @@ func (r *Ring) Publish(b *Batch, id []byte) {
 		if _, ok := r.low[it.partition]; !ok {
 			r.low[it.partition] = it.offset
 		}
+		q := r.index[it.partition]
+		if q == nil {
+			q = &seqQueue{}
+			r.index[it.partition] = q
+		}
+		q.push(r.head)
 		r.head++
 		r.bytes += end - start
 		start = end
@@ -101,6 +110,7 @@ func (r *Ring) Publish(b *Batch, id []byte) {
 		e := &r.ents[r.tail&r.mask]
 		r.bytes -= e.end - e.start
 		r.low[e.partition] = e.offset + 1
+		r.index[e.partition].pop()
 		*e = entry{} // drop the chunk reference
 		r.tail++
 		r.evicted++
@@ -203,3 +213,74 @@ func (r *Ring) Low(fn func(partition int32, offset int64)) {
 		fn(x.p, x.o)
 	}
 }
+
+// Frame is one frame with the Kafka coordinates of its record, as returned by ReadFrames.
+type Frame struct {
+	Partition int32
+	Offset    int64
+	Bytes     []byte // the whole SSE frame, starting with its "id:" line; immutable
+}
+
+// ReadFrames is Read for callers that look at each frame (to skip some or rewrite ids): it appends frames
+// from sequence number from on to out, up to maxBytes (at least one), with the same results as Read.
+func (r *Ring) ReadFrames(from uint64, out []Frame, maxBytes int) ([]Frame, uint64, <-chan struct{}, error) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if from < r.tail {
+		return out, from, r.wake, ErrBehind
+	}
+	next := min(from, r.head)
+	for n := 0; next < r.head && (n == 0 || n < maxBytes); next++ {
+		e := &r.ents[next&r.mask]
+		out = append(out, Frame{Partition: e.partition, Offset: e.offset, Bytes: e.buf[e.start:e.end:e.end]})
+		n += e.end - e.start
+	}
+	return out, next, r.wake, nil
+}
+
+// Seek returns the sequence number of the first frame of partition whose offset is at least offset, or the
+// head when the ring holds none yet. ok is false when the ring does not hold every record of the partition
+// from offset on (they were evicted, or were never read into it).
+func (r *Ring) Seek(partition int32, offset int64) (seq uint64, ok bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	low, known := r.low[partition]
+	if !known || offset < low {
+		return 0, false
+	}
+	q := r.index[partition]
+	if q == nil {
+		return r.head, true
+	}
+	i := sort.Search(q.n, func(i int) bool { return r.ents[q.at(i)&r.mask].offset >= offset })
+	if i == q.n {
+		return r.head, true
+	}
+	return q.at(i), true
+}
+
+// seqQueue is a FIFO of sequence numbers in a power-of-two circular buffer.
+type seqQueue struct {
+	buf  []uint64
+	head int // index of the oldest element
+	n    int
+}
+
+func (q *seqQueue) push(s uint64) {
+	if q.n == len(q.buf) {
+		nb := make([]uint64, max(64, 2*len(q.buf)))
+		for i := range q.n {
+			nb[i] = q.at(i)
+		}
+		q.buf, q.head = nb, 0
+	}
+	q.buf[(q.head+q.n)&(len(q.buf)-1)] = s
+	q.n++
+}
+
+func (q *seqQueue) pop() {
+	q.head = (q.head + 1) & (len(q.buf) - 1)
+	q.n--
+}
+
+func (q *seqQueue) at(i int) uint64 { return q.buf[(q.head+i)&(len(q.buf)-1)] }

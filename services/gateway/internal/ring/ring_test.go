@@ -246,3 +246,53 @@ func TestNewRejectsBadSizes(t *testing.T) {
 		})
 	}
 }
+
+func TestSeekAndReadFrames(t *testing.T) {
+	r, _ := New(49, 0) // exactly the 8 frames below
+	var b Batch
+	r.SetLow(0, 1)
+	publish(t, r, &b, 0, 1, 2)     // seq 0, 1
+	publish(t, r, &b, 1, 7)        // seq 2
+	publish(t, r, &b, 0, 3, 5)     // seq 3, 4 (offset 4 is a gap: a transaction marker)
+	publish(t, r, &b, 1, 8, 9, 10) // seq 5, 6, 7
+	for _, tc := range []struct {
+		name      string
+		partition int32
+		offset    int64
+		seq       uint64
+		ok        bool
+	}{
+		{"first frame", 0, 1, 0, true},
+		{"middle", 0, 3, 3, true},
+		{"gap rounds up", 0, 4, 4, true},
+		{"past the newest", 0, 6, 8, true},
+		{"before low", 0, 0, 0, false},
+		{"other partition", 1, 8, 5, true},
+		{"unknown partition", 2, 0, 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			seq, ok := r.Seek(tc.partition, tc.offset)
+			if ok != tc.ok || (ok && seq != tc.seq) {
+				t.Fatalf("Seek(%d, %d) = %d %v, want %d %v", tc.partition, tc.offset, seq, ok, tc.seq, tc.ok)
+			}
+		})
+	}
+	frames, next, _, err := r.ReadFrames(3, nil, 1<<20)
+	if err != nil || next != 8 || len(frames) != 5 {
+		t.Fatalf("ReadFrames(3) = %d frames next %d err %v", len(frames), next, err)
+	}
+	if f := frames[1]; f.Partition != 0 || f.Offset != 5 || string(f.Bytes) != "p0-o5;" {
+		t.Fatalf("frame = %+v", f)
+	}
+	// Two more frames evict the oldest: partition 0 offsets 1 and 2 leave the ring.
+	publish(t, r, &b, 1, 11, 12)
+	if _, ok := r.Seek(0, 2); ok {
+		t.Fatal("Seek of an evicted offset succeeded")
+	}
+	if seq, ok := r.Seek(0, 3); !ok || seq != 3 {
+		t.Fatalf("Seek(0, 3) after eviction = %d %v", seq, ok)
+	}
+	if _, _, _, err := r.ReadFrames(1, nil, 100); !errors.Is(err, ErrBehind) {
+		t.Fatalf("ReadFrames of an evicted seq: %v", err)
+	}
+}

@@ -2,6 +2,7 @@ package stream
 
 import (
 	"fmt"
+	"net/http"
 	"net/url"
 	"strconv"
 	"time"
@@ -13,10 +14,27 @@ const (
 	MaxHeartbeatMs = 3_600_000
 )
 
-// Params are a stream request's query parameters.
+// Start positions for partitions without one (the from query parameter).
+const (
+	FromLatest   = "latest"
+	FromEarliest = "earliest"
+)
+
+// Params are a stream request's parameters.
 type Params struct {
 	// Heartbeat is the idle time after which a comment is written; zero means none.
 	Heartbeat time.Duration
+	// LastEventID is the position to resume from: the Last-Event-ID header, else the lastEventId or
+	// last_event_id query parameter. Empty means a new stream. It is parsed when the stream starts, so that
+	// a malformed one is answered in the stream (event: resync) rather than with an HTTP error that would
+	// stop an EventSource for good.
+	LastEventID string
+	// From is where a new stream starts: FromLatest (the default), FromEarliest, or FromTime.
+	From string
+	// FromTime is the time a new stream starts at when From is "time".
+	FromTime time.Time
+	// Events, when not empty, keeps only frames of these event types.
+	Events map[string]bool
 }
 
 // ParamError is a malformed query parameter; it names the parameter.
@@ -28,20 +46,75 @@ type ParamError struct {
 // Error returns a one-line message naming the parameter.
 func (e *ParamError) Error() string { return fmt.Sprintf("query parameter %q: %s", e.Param, e.Msg) }
 
-// ParseParams reads the stream parameters from q, with defaultHeartbeat when q has none. Parameters it does
-// not know are ignored (cache-busting parameters are common). A malformed one is a *ParamError.
-func ParseParams(q url.Values, defaultHeartbeat time.Duration) (Params, error) {
-	p := Params{Heartbeat: defaultHeartbeat}
-	if vs, ok := q["heartbeat"]; ok {
-		if len(vs) != 1 {
-			return p, &ParamError{Param: "heartbeat", Msg: "given more than once"}
-		}
-		ms, err := strconv.ParseInt(vs[0], 10, 64)
+func single(q url.Values, name string) (string, bool, error) {
+	vs, ok := q[name]
+	if !ok {
+		return "", false, nil
+	}
+	if len(vs) != 1 {
+		return "", true, &ParamError{Param: name, Msg: "given more than once"}
+	}
+	return vs[0], true, nil
+}
+
+// ParseParams reads the stream parameters from the request's query and headers, with defaultHeartbeat when
+// the query has none. Parameters it does not know are ignored (cache-busting parameters are common). A
+// malformed one is a *ParamError.
+func ParseParams(q url.Values, h http.Header, defaultHeartbeat time.Duration) (Params, error) {
+	p := Params{Heartbeat: defaultHeartbeat, From: FromLatest}
+	v, ok, err := single(q, "heartbeat")
+	if err != nil {
+		return p, err
+	}
+	if ok {
+		ms, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || (ms != 0 && (ms < MinHeartbeatMs || ms > MaxHeartbeatMs)) {
 			return p, &ParamError{Param: "heartbeat", Msg: fmt.Sprintf(
-				"want 0 (no heartbeat) or milliseconds from %d to %d, got %q", MinHeartbeatMs, MaxHeartbeatMs, vs[0])}
+				"want 0 (no heartbeat) or milliseconds from %d to %d, got %q", MinHeartbeatMs, MaxHeartbeatMs, v)}
 		}
 		p.Heartbeat = time.Duration(ms) * time.Millisecond
+	}
+	v, ok, err = single(q, "from")
+	if err != nil {
+		return p, err
+	}
+	if ok {
+		switch v {
+		case FromLatest, FromEarliest:
+			p.From = v
+		default:
+			t, err := time.Parse(time.RFC3339Nano, v)
+			if err != nil {
+				return p, &ParamError{Param: "from", Msg: fmt.Sprintf(
+					"want latest, earliest or an RFC 3339 time such as 2026-01-02T15:04:05Z, got %q", v)}
+			}
+			p.From, p.FromTime = "time", t
+		}
+	}
+	if evs, ok := q["event"]; ok {
+		p.Events = map[string]bool{}
+		for _, e := range evs {
+			if e == "" {
+				return p, &ParamError{Param: "event", Msg: "empty event type"}
+			}
+			p.Events[e] = true
+		}
+	}
+	// The header wins: EventSource sends it by itself on every reconnect, while the query parameter is what
+	// the page was first opened with.
+	if id := h.Get("Last-Event-ID"); id != "" {
+		p.LastEventID = id
+		return p, nil
+	}
+	for _, name := range []string{"lastEventId", "last_event_id"} {
+		v, ok, err := single(q, name)
+		if err != nil {
+			return p, err
+		}
+		if ok && v != "" {
+			p.LastEventID = v
+			break
+		}
 	}
 	return p, nil
 }

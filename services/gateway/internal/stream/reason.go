@@ -7,18 +7,21 @@ type CloseReason int
 const (
 	// ReasonClientGone: the client closed the connection.
 	ReasonClientGone CloseReason = iota
-	// ReasonBehind: the client read so slowly that its next frame was evicted from the ring. It resumes
-	// from the id of the last frame it got.
+	// ReasonBehind: the client read so slowly that its next frame was evicted from the ring, and it could
+	// not catch up from Kafka. It resumes from the id of the last frame it got.
 	ReasonBehind
 	// ReasonWriteFailed: a write failed or did not finish within the write timeout.
 	ReasonWriteFailed
 	// ReasonShutdown: the server is draining before it stops.
 	ReasonShutdown
+	// ReasonReplayFailed: what the client needs is not in the ring and could not be read from Kafka. It
+	// reconnects with its last id and tries again.
+	ReasonReplayFailed
 
 	numReasons
 )
 
-var reasonNames = [numReasons]string{"client_gone", "behind", "write_failed", "shutdown"}
+var reasonNames = [numReasons]string{"client_gone", "behind", "write_failed", "shutdown", "replay_failed"}
 
 // String returns the reason's label, e.g. "client_gone".
 func (r CloseReason) String() string {

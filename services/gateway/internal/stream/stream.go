@@ -3,6 +3,7 @@ package stream
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ssegate/ssegate/pkg/position"
 	"github.com/ssegate/ssegate/pkg/sse"
 	"github.com/ssegate/ssegate/services/gateway/internal/ring"
 )
@@ -30,12 +32,28 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+// Indexes of Stats.Resyncs.
+const (
+	resyncRetention = iota
+	resyncAhead
+	resyncInvalid
+	numResyncs
+)
+
+// ResyncReasons lists the resync reasons in the order of Stats.Resyncs.
+var ResyncReasons = [numResyncs]string{ResyncRetention, ResyncAhead, ResyncInvalidID}
+
 // Stats are a topic's connection counters. The zero value is ready to use.
 type Stats struct {
 	Open   atomic.Int64 // connections open now
 	Frames atomic.Int64 // frames written
 	Bytes  atomic.Int64 // bytes written, frames and everything else
 	Closed [numReasons]atomic.Int64
+
+	ResumedFromRing  atomic.Int64             // resumes and catch-ups served from the ring alone
+	ResumedFromKafka atomic.Int64             // resumes and catch-ups that read from Kafka
+	Resyncs          [numResyncs]atomic.Int64 // resync frames, by reason (see ResyncReasons)
+	Skipped          atomic.Int64             // offsets clients will never get, reported by resyncs
 }
 
 // Server serves SSE streams from rings.
@@ -66,9 +84,10 @@ func NewServer(cfg Config) *Server {
 // Drain makes every open and future stream end within the drain window.
 func (s *Server) Drain() { s.drainOnce.Do(func() { close(s.draining) }) }
 
-// Serve streams r from the live end of rg until the client leaves, falls behind, or the server drains.
-// The caller has validated the request (topic, Params). stats may be shared by many connections.
-func (s *Server) Serve(w http.ResponseWriter, r *http.Request, rg *ring.Ring, p Params, stats *Stats) CloseReason {
+// Serve streams topic t to the client from the position p asks for (see Params) until the client leaves, the
+// server drains, or a write or a Kafka replay fails. The caller has validated the request. stats may be
+// shared by many connections.
+func (s *Server) Serve(w http.ResponseWriter, r *http.Request, t *Topic, p Params, stats *Stats) CloseReason {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
@@ -78,7 +97,7 @@ func (s *Server) Serve(w http.ResponseWriter, r *http.Request, rg *ring.Ring, p 
 	stats.Open.Add(1)
 	defer stats.Open.Add(-1)
 	c := conn{s: s, w: w, rc: http.NewResponseController(w), stats: stats, draining: s.draining}
-	reason := c.run(r.Context(), rg, p)
+	reason := c.run(r.Context(), t, p)
 	stats.Closed[reason].Add(1)
 	if s.log.Enabled(r.Context(), slog.LevelDebug) {
 		s.log.Debug("stream closed", "reason", reason.String(), "remote", r.RemoteAddr, "frames", c.frames)
@@ -96,14 +115,19 @@ type conn struct {
 	draining   <-chan struct{}  // the server's drain signal; nil once seen
 	drainTimer *time.Timer      // fires at this stream's moment to close; nil until draining
 	drainC     <-chan time.Time // drainTimer.C, or nil
+
+	pos    position.Vector // the client's position: what it has been sent (or passed by a filter)
+	cursor uint64          // next ring frame to look at
+	synced bool            // pos is the ring's position at cursor, so ring frames can be written as they are
+	buf    []byte          // frames being built on the slow path
+	idBuf  []byte
 }
 
-func (c *conn) run(ctx context.Context, rg *ring.Ring, p Params) CloseReason {
-	cursor, id := rg.Start(nil)
-	hello := sse.AppendRetry(nil, c.s.cfg.Retry.Milliseconds())
-	hello = sse.AppendID(hello, string(id))
-	if c.write([][]byte{hello}) != nil {
-		return ReasonWriteFailed
+func (c *conn) run(ctx context.Context, t *Topic, p Params) CloseReason {
+	rg := t.Ring
+	c.buf = sse.AppendRetry(c.buf, c.s.cfg.Retry.Milliseconds())
+	if err := c.start(ctx, t, p); err != nil {
+		return c.failure(ctx, err)
 	}
 
 	var heartbeat <-chan time.Time
@@ -116,6 +140,7 @@ func (c *conn) run(ctx context.Context, rg *ring.Ring, p Params) CloseReason {
 	defer c.stopDrainTimer()
 	keepAlive := [][]byte{sse.AppendComment(nil, "keep-alive")}
 	spans := make([][]byte, 0, 8)
+	var frames []ring.Frame
 
 	for {
 		// A stream that always has frames to write never blocks in the select below, so the stop signals
@@ -132,22 +157,55 @@ func (c *conn) run(ctx context.Context, rg *ring.Ring, p Params) CloseReason {
 		var next uint64
 		var wake <-chan struct{}
 		var err error
-		spans, next, wake, err = rg.Read(cursor, spans[:0], c.s.cfg.MaxWriteBytes)
-		if errors.Is(err, ring.ErrBehind) {
-			return ReasonBehind
-		}
-		if len(spans) > 0 {
-			if c.write(spans) != nil {
-				return ReasonWriteFailed
+		wrote := false
+		if c.synced && len(p.Events) == 0 {
+			// The fast path: the ring's frames, ids and all, are exactly what this client needs next.
+			spans, next, wake, err = rg.Read(c.cursor, spans[:0], c.s.cfg.MaxWriteBytes)
+			if err == nil && len(spans) > 0 {
+				if c.write(spans) != nil {
+					return ReasonWriteFailed
+				}
+				c.frames += int64(next - c.cursor)
+				c.stats.Frames.Add(int64(next - c.cursor))
+				wrote = true
 			}
-			c.frames += int64(next - cursor)
-			c.stats.Frames.Add(int64(next - cursor))
-			cursor = next
+		} else {
+			frames, next, wake, err = rg.ReadFrames(c.cursor, frames[:0], c.s.cfg.MaxWriteBytes)
+			for _, f := range frames {
+				synced, derr := c.deliver(f, p)
+				if derr != nil {
+					return ReasonWriteFailed
+				}
+				c.synced = c.synced || synced
+			}
+			if err == nil && len(frames) > 0 {
+				if c.flushBuf() != nil {
+					return ReasonWriteFailed
+				}
+				wrote = true
+			}
+		}
+		if errors.Is(err, ring.ErrBehind) {
+			// The client read so slowly that the ring moved past it: catch up from Kafka, as long as it
+			// keeps reading (the write deadline closes it otherwise).
+			c.synced = false
+			c0, head := c.join(t)
+			if err := c.catchUp(ctx, t, p, c0, head, true); err != nil {
+				if r := c.failure(ctx, err); r != ReasonReplayFailed {
+					return r
+				}
+				return ReasonBehind
+			}
+			continue
+		}
+		if wrote {
+			c.cursor = next
 			if hb != nil {
 				hb.Reset(p.Heartbeat)
 			}
 			continue
 		}
+		c.cursor = next
 		select {
 		case <-wake:
 		case <-heartbeat:
@@ -165,6 +223,19 @@ func (c *conn) run(ctx context.Context, rg *ring.Ring, p Params) CloseReason {
 	}
 }
 
+// failure turns an error from start or catchUp into the reason the stream ends.
+func (c *conn) failure(ctx context.Context, err error) CloseReason {
+	switch {
+	case ctx.Err() != nil:
+		return ReasonClientGone
+	case errors.Is(err, errReplay):
+		c.s.log.Warn("stream could not read what it needs from kafka", "err", err)
+		return ReasonReplayFailed
+	default:
+		return ReasonWriteFailed
+	}
+}
+
 // startDrainTimer arms the moment, random within the drain window, at which this stream closes, and stops
 // listening for the drain signal.
 func (c *conn) startDrainTimer() {
@@ -179,8 +250,15 @@ func (c *conn) stopDrainTimer() {
 	}
 }
 
-// write writes spans and flushes them under one write deadline.
+// write writes spans and flushes them under one write deadline. Its errors wrap errWrite.
 func (c *conn) write(spans [][]byte) error {
+	if err := c.writeSpans(spans); err != nil {
+		return fmt.Errorf("%w: %w", errWrite, err)
+	}
+	return nil
+}
+
+func (c *conn) writeSpans(spans [][]byte) error {
 	if err := c.rc.SetWriteDeadline(time.Now().Add(c.s.cfg.WriteTimeout)); err != nil &&
 		!errors.Is(err, http.ErrNotSupported) {
 		return err

@@ -112,7 +112,7 @@ func serveMem(t *testing.T, s *Server, w http.ResponseWriter, rg *ring.Ring, p P
 	ctx, cancel := context.WithCancel(t.Context())
 	r := httptest.NewRequestWithContext(ctx, http.MethodGet, "/streams/t", nil)
 	done := make(chan CloseReason, 1)
-	go func() { done <- s.Serve(w, r, rg, p, st) }()
+	go func() { done <- s.Serve(w, r, &Topic{Ring: rg}, p, st) }()
 	return done, cancel
 }
 
@@ -164,7 +164,7 @@ func TestServeHello(t *testing.T) {
 		setup func(f *feeder)
 		want  string
 	}{
-		{name: "fresh ring", setup: func(*feeder) {}, want: "retry: 3000\nid:\n\n"},
+		{name: "fresh ring", setup: func(*feeder) {}, want: "retry: 3000\nid: v1:\n\n"},
 		{
 			name: "after frames", retry: 1500 * time.Millisecond, setup: func(f *feeder) { f.publish("a", "b") },
 			want: "retry: 1500\nid: v1:0-1\n\n",
@@ -211,7 +211,7 @@ func TestServeHTTP(t *testing.T) {
 	var st Stats
 	reasons := make(chan CloseReason, 1)
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		reasons <- srv.Serve(w, r, f.rg, Params{}, &st)
+		reasons <- srv.Serve(w, r, &Topic{Ring: f.rg}, Params{}, &st)
 	}))
 	defer hs.Close()
 
@@ -382,7 +382,7 @@ func TestParseParams(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			p, err := ParseParams(q, def)
+			p, err := ParseParams(q, nil, def)
 			if !tc.wantErr {
 				if err != nil || p.Heartbeat != tc.want {
 					t.Fatalf("ParseParams(%q) = %v, %v; want %v", tc.query, p.Heartbeat, err, tc.want)
@@ -461,7 +461,7 @@ func TestDrain(t *testing.T) {
 					t.Cleanup(cancel)
 					r := httptest.NewRequestWithContext(ctx, http.MethodGet, "/streams/t", nil)
 					go func() {
-						reason := srv.Serve(newMemWriter(), r, f.rg, Params{Heartbeat: time.Second}, &st)
+						reason := srv.Serve(newMemWriter(), r, &Topic{Ring: f.rg}, Params{Heartbeat: time.Second}, &st)
 						ends <- end{reason, time.Now()}
 					}()
 				}

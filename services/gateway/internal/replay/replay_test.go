@@ -1,0 +1,120 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/ssegate/ssegate/pkg/kafkatest"
+)
+
+// TestReadInterleavesByTimestamp reads exact ranges of three partitions and gets them in timestamp order.
+func TestReadInterleavesByTimestamp(t *testing.T) {
+	topic := kafkatest.NewTopic(t, 3, nil)
+	cl := kafkatest.Client(t, kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	base := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
+	var recs []*kgo.Record
+	for i := range 60 {
+		// Timestamps interleave the partitions: record i has time base+i ms, on partition i%3.
+		recs = append(recs, &kgo.Record{Partition: int32(i % 3), Timestamp: base.Add(time.Duration(i) * time.Millisecond), Value: fmt.Appendf(nil, "%d", i)})
+	}
+	kafkatest.Produce(t, cl, recs...)
+	pool := NewPool(Config{Readers: 1}, kgo.SeedBrokers(kafkatest.Brokers(t)...))
+	ctx := kafkatest.Context(t)
+	release, err := pool.Acquire(ctx, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	// Partition 0 holds records 0,3,6,..,57 at offsets 0..19; read offsets 5..9 of it, 0..19 of partition 1,
+	// and nothing of partition 2.
+	var got []string
+	err = pool.Read(ctx, topic, []Range{{Partition: 0, After: 4, Upto: 9}, {Partition: 1, After: -1, Upto: 19}, {Partition: 2, After: 3, Upto: 3}},
+		func(r *kgo.Record) error {
+			got = append(got, string(r.Value))
+			return nil
+		})
+	if err != nil {
+		t.Fatalf("Read: %v", err)
+	}
+	var want []string
+	for i := range 60 {
+		p, off := i%3, i/3
+		if (p == 0 && off >= 5 && off <= 9) || p == 1 {
+			want = append(want, fmt.Sprint(i))
+		}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("Read delivered\n%v\nwant\n%v", got, want)
+	}
+	if pool.Stats.Records.Load() != int64(len(want)) || pool.Stats.Reads.Load() != 1 {
+		t.Errorf("stats: %d records %d reads", pool.Stats.Records.Load(), pool.Stats.Reads.Load())
+	}
+}
+
+// TestReadOutOfRange: a range starting below the low watermark is an *OutOfRangeError.
+func TestReadOutOfRange(t *testing.T) {
+	topic := kafkatest.NewTopic(t, 1, nil)
+	cl := kafkatest.Client(t, kgo.DefaultProduceTopic(topic))
+	for i := range 10 {
+		kafkatest.Produce(t, cl, &kgo.Record{Value: fmt.Appendf(nil, "%d", i)})
+	}
+	ctx := kafkatest.Context(t)
+	var os kadm.Offsets
+	os.Add(kadm.Offset{Topic: topic, Partition: 0, At: 5})
+	if _, err := kafkatest.Admin(t).DeleteRecords(ctx, os); err != nil {
+		t.Fatal(err)
+	}
+	pool := NewPool(Config{}, kgo.SeedBrokers(kafkatest.Brokers(t)...))
+	err := pool.Read(ctx, topic, []Range{{Partition: 0, After: 1, Upto: 9}}, func(*kgo.Record) error { return nil })
+	var oor *OutOfRangeError
+	if !errors.As(err, &oor) || oor.Partition != 0 {
+		t.Fatalf("Read below the low watermark: %v, want an OutOfRangeError", err)
+	}
+}
+
+// TestAcquireBoundsReaders: no more than Readers run at once, and a waiting caller's idle callback runs.
+func TestAcquireBoundsReaders(t *testing.T) {
+	pool := NewPool(Config{Readers: 2})
+	var running, most atomic.Int64
+	var idles atomic.Int64
+	var wg sync.WaitGroup
+	for range 6 {
+		wg.Go(func() {
+			release, err := pool.Acquire(context.Background(), time.Millisecond, func() error { idles.Add(1); return nil })
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			n := running.Add(1)
+			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+			}
+			time.Sleep(20 * time.Millisecond)
+			running.Add(-1)
+			release()
+		})
+	}
+	wg.Wait()
+	if most.Load() != 2 {
+		t.Errorf("at most %d readers ran at once, want 2", most.Load())
+	}
+	if idles.Load() == 0 {
+		t.Error("waiting callers were never asked to keep their connection alive")
+	}
+	// A waiting caller whose idle callback fails gives up with that error.
+	r1, _ := pool.Acquire(context.Background(), 0, nil)
+	r2, _ := pool.Acquire(context.Background(), 0, nil)
+	boom := errors.New("client gone")
+	if _, err := pool.Acquire(context.Background(), time.Millisecond, func() error { return boom }); !errors.Is(err, boom) {
+		t.Errorf("Acquire with a failing idle callback: %v", err)
+	}
+	r1()
+	r2()
+}

@@ -1,0 +1,428 @@
+package stream
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/ssegate/ssegate/pkg/position"
+	"github.com/ssegate/ssegate/pkg/sse"
+	"github.com/ssegate/ssegate/services/gateway/internal/feed"
+	"github.com/ssegate/ssegate/services/gateway/internal/replay"
+	"github.com/ssegate/ssegate/services/gateway/internal/ring"
+)
+
+// Topic is what a stream reads: the topic's ring, and Kafka for what the ring does not hold.
+type Topic struct {
+	// Name is the Kafka topic.
+	Name string
+	// Ring is the topic's ring. Required.
+	Ring *ring.Ring
+	// Partitions returns the topic's partitions, to reject ids naming others. Nil means any partition.
+	Partitions func() []int32
+	// Watermarks returns the partitions' low and high watermarks, from a cache no older than maxAge. Nil
+	// means positions the ring does not hold cannot be served.
+	Watermarks func(ctx context.Context, maxAge time.Duration) (map[int32]feed.Watermarks, error)
+	// OffsetsAfter returns, per partition, the first offset at or after a time, for from=<time>.
+	OffsetsAfter func(ctx context.Context, t time.Time) (map[int32]int64, error)
+	// Replay reads what the ring does not hold back from Kafka. Nil means it cannot be served.
+	Replay *replay.Pool
+}
+
+// Resync reasons, the "reason" of an "event: resync" frame.
+const (
+	ResyncRetention = "retention"
+	ResyncAhead     = "ahead"
+	ResyncInvalidID = "invalid-id"
+)
+
+// ResyncData is the JSON data of an "event: resync" frame.
+type ResyncData struct {
+	Reason string `json:"reason"`
+	// Error says what was wrong with an invalid id.
+	Error      string            `json:"error,omitempty"`
+	Partitions []ResyncPartition `json:"partitions"`
+}
+
+// ResyncPartition describes one partition a resync is about.
+type ResyncPartition struct {
+	Partition int32 `json:"partition"`
+	// Requested is the offset the client needed next.
+	Requested int64 `json:"requested"`
+	// LowWatermark is the partition's oldest stored offset.
+	LowWatermark int64 `json:"low_watermark"`
+	// ResumesAt is the offset of the next record the client gets in this partition.
+	ResumesAt int64 `json:"resumes_at"`
+	// Skipped is how many offsets the client will never get (records, plus any transaction markers).
+	Skipped int64 `json:"skipped"`
+}
+
+// errReplay is a failure to read what the ring does not hold from Kafka.
+var errReplay = errors.New("stream: replay failed")
+
+// errWrite is a failure to write to the client.
+var errWrite = errors.New("stream: write failed")
+
+// start decides where a new stream begins: it joins the ring at its head, takes the client's position from
+// its id (or from the from parameter), tells the client about anything it cannot have, writes the id-only
+// block, and catches up to the head from the ring and Kafka.
+func (c *conn) start(ctx context.Context, t *Topic, p Params) error {
+	c0, head := c.join(t)
+	resuming := false
+	var invalid error
+	if p.LastEventID != "" {
+		v, err := position.Parse(p.LastEventID)
+		if err == nil {
+			err = checkPartitions(v, t)
+		}
+		if err == nil {
+			c.pos, resuming = v, true
+		} else {
+			invalid = err
+		}
+	}
+	if !resuming {
+		switch p.From {
+		case FromEarliest:
+			c.pos = position.Vector{}
+		case "time":
+			if t.OffsetsAfter == nil {
+				return fmt.Errorf("%w: no offsets by time", errReplay)
+			}
+			offs, err := t.OffsetsAfter(ctx, p.FromTime)
+			if err != nil {
+				return fmt.Errorf("%w: %w", errReplay, err)
+			}
+			c.pos = position.Vector{}
+			for q, o := range offs {
+				if o > 0 {
+					c.pos.Set(q, o-1)
+				}
+			}
+		default:
+			c.pos = head.Clone()
+		}
+	}
+	if invalid != nil {
+		c.stats.Resyncs[resyncInvalid].Add(1)
+		if err := c.writeResync(ResyncData{Reason: ResyncInvalidID, Error: invalid.Error(), Partitions: []ResyncPartition{}}); err != nil {
+			return err
+		}
+	}
+	c.idBuf, _ = c.pos.AppendText(c.idBuf[:0])
+	c.buf = sse.AppendID(c.buf, string(c.idBuf))
+	return c.catchUp(ctx, t, p, c0, head, resuming)
+}
+
+// join returns the ring's head and the position that goes with it.
+func (c *conn) join(t *Topic) (uint64, position.Vector) {
+	c0, id := t.Ring.Start(c.idBuf[:0])
+	c.idBuf = id
+	if len(id) == 0 {
+		return c0, position.Vector{}
+	}
+	head, err := position.Parse(string(id))
+	if err != nil {
+		panic("stream: the ring holds a malformed head id: " + err.Error())
+	}
+	return c0, head
+}
+
+// checkPartitions rejects ids naming partitions the topic does not have.
+func checkPartitions(v position.Vector, t *Topic) error {
+	if t.Partitions == nil {
+		return nil
+	}
+	parts := t.Partitions()
+	for i := range v.Len() {
+		if p := v.At(i).Partition; !slices.Contains(parts, p) {
+			return fmt.Errorf("the id names partition %d, which topic %s does not have", p, t.Name)
+		}
+	}
+	return nil
+}
+
+// catchUp brings the stream from c.pos to the ring position c0 (whose position is head): records the ring
+// still holds are read from it, the others from Kafka, positions Kafka no longer has (or never had) become
+// a resync. It leaves c.cursor where the stream continues in the ring. resuming says c.pos came from the
+// client, so that a gap in it is a loss to report rather than a start position.
+func (c *conn) catchUp(ctx context.Context, t *Topic, p Params, c0 uint64, head position.Vector, resuming bool) error {
+	c.cursor = c0
+	var wm map[int32]feed.Watermarks
+	fresh := false
+	// watermarks answers from a cache (a reconnect storm asks Kafka once, not once per connection); a
+	// cached high watermark can only be too low, so a position past it is checked again against a fresh
+	// one before it is called ahead.
+	watermarks := func(refresh bool) (map[int32]feed.Watermarks, error) {
+		if wm != nil && (fresh || !refresh) {
+			return wm, nil
+		}
+		if t.Watermarks == nil {
+			return nil, fmt.Errorf("%w: no watermarks", errReplay)
+		}
+		maxAge := time.Second
+		if refresh {
+			maxAge, fresh = 0, true
+		}
+		var err error
+		if wm, err = t.Watermarks(ctx, maxAge); err != nil {
+			return nil, fmt.Errorf("%w: %w", errReplay, err)
+		}
+		return wm, nil
+	}
+	var ranges []replay.Range
+	var retention, ahead []ResyncPartition
+	for _, q := range union(c.pos, head) {
+		have, ok := c.pos.Offset(q)
+		if !ok {
+			have = -1
+		}
+		top, ok := head.Offset(q)
+		if !ok {
+			top = -1
+		}
+		switch {
+		case have > top && resuming:
+			// The client is ahead of this pod: either the pod lags (its frames up to have are skipped as
+			// they come) or the id is from another topic or cluster.
+			w, err := watermarks(false)
+			if err == nil && have >= w[q].High {
+				w, err = watermarks(true)
+			}
+			if err != nil {
+				return err
+			}
+			if have >= w[q].High {
+				ahead = append(ahead, ResyncPartition{
+					Partition: q, Requested: have + 1, LowWatermark: w[q].Low, ResumesAt: top + 1,
+				})
+				c.pos = setOrDrop(c.pos, q, top)
+			}
+		case have < top:
+			if seq, ok := t.Ring.Seek(q, have+1); ok {
+				c.cursor = min(c.cursor, seq)
+				continue
+			}
+			w, err := watermarks(false)
+			if err != nil {
+				return err
+			}
+			if have+1 < w[q].Low {
+				if resuming {
+					retention = append(retention, ResyncPartition{
+						Partition: q, Requested: have + 1, LowWatermark: w[q].Low, ResumesAt: top + 1, Skipped: top - have,
+					})
+					c.pos = setOrDrop(c.pos, q, top)
+					c.stats.Skipped.Add(top - have)
+					continue
+				}
+				have = w[q].Low - 1
+			}
+			ranges = append(ranges, replay.Range{Partition: q, After: have, Upto: top})
+		}
+	}
+	for _, rs := range []struct {
+		reason string
+		idx    int
+		parts  []ResyncPartition
+	}{{ResyncRetention, resyncRetention, retention}, {ResyncAhead, resyncAhead, ahead}} {
+		if len(rs.parts) > 0 {
+			c.stats.Resyncs[rs.idx].Add(1)
+			if err := c.writeResync(ResyncData{Reason: rs.reason, Partitions: rs.parts}); err != nil {
+				return err
+			}
+		}
+	}
+	if len(ranges) > 0 {
+		c.stats.ResumedFromKafka.Add(1)
+		if err := c.replay(ctx, t, p, ranges, head, resuming); err != nil {
+			return err
+		}
+	} else if resuming {
+		c.stats.ResumedFromRing.Add(1)
+	}
+	c.synced = c.cursor == c0 && c.pos.Equal(head)
+	return c.flushBuf()
+}
+
+// replay reads ranges from Kafka into the stream, in record-timestamp order across partitions.
+func (c *conn) replay(ctx context.Context, t *Topic, p Params, ranges []replay.Range, head position.Vector, resuming bool) error {
+	if t.Replay == nil {
+		return fmt.Errorf("%w: no replay reader", errReplay)
+	}
+	if err := c.flushBuf(); err != nil {
+		return err
+	}
+	keepAlive := sse.AppendComment(nil, "keep-alive")
+	release, err := t.Replay.Acquire(ctx, p.Heartbeat, func() error { return c.write([][]byte{keepAlive}) })
+	if err != nil {
+		if errors.Is(err, errWrite) {
+			return err
+		}
+		return fmt.Errorf("%w: %w", errReplay, err)
+	}
+	released := false
+	defer func() {
+		if !released {
+			release()
+		}
+	}()
+	err = t.Replay.Read(ctx, t.Name, ranges, func(rec *kgo.Record) error {
+		c.pos.Set(rec.Partition, rec.Offset)
+		if len(p.Events) > 0 && !p.Events[recordType(rec)] {
+			return nil
+		}
+		c.idBuf, _ = c.pos.AppendText(c.idBuf[:0])
+		c.buf = feed.AppendFrame(c.buf, c.idBuf, rec)
+		c.frames++
+		c.stats.Frames.Add(1)
+		if len(c.buf) >= c.s.cfg.MaxWriteBytes {
+			return c.flushBuf()
+		}
+		return nil
+	})
+	var oor *replay.OutOfRangeError
+	switch {
+	case errors.As(err, &oor) && resuming:
+		// Retention passed the position while it was being read: report it, and catch up again from
+		// where the stream now is.
+		release()
+		released = true
+		if err := c.flushBuf(); err != nil {
+			return err
+		}
+		w, werr := t.Watermarks(ctx, 0)
+		if werr != nil {
+			return fmt.Errorf("%w: %w", errReplay, werr)
+		}
+		have, ok := c.pos.Offset(oor.Partition)
+		if !ok {
+			have = -1
+		}
+		top, _ := head.Offset(oor.Partition)
+		c.stats.Resyncs[resyncRetention].Add(1)
+		c.stats.Skipped.Add(top - have)
+		c.pos = setOrDrop(c.pos, oor.Partition, top)
+		if err := c.writeResync(ResyncData{Reason: ResyncRetention, Partitions: []ResyncPartition{{
+			Partition: oor.Partition, Requested: have + 1, LowWatermark: w[oor.Partition].Low, ResumesAt: top + 1, Skipped: top - have,
+		}}}); err != nil {
+			return err
+		}
+		c0, h := c.join(t)
+		return c.catchUp(ctx, t, p, c0, h, true)
+	case errors.Is(err, errWrite):
+		return err
+	case err != nil:
+		return fmt.Errorf("%w: %w", errReplay, err)
+	}
+	return c.flushBuf()
+}
+
+// writeResync writes an "event: resync" frame carrying the stream's current position.
+func (c *conn) writeResync(d ResyncData) error {
+	data, err := json.Marshal(d)
+	if err != nil {
+		return err
+	}
+	c.idBuf, _ = c.pos.AppendText(c.idBuf[:0])
+	c.buf = sse.AppendEventBytes(c.buf, c.idBuf, []byte("resync"), data)
+	return c.flushBuf()
+}
+
+// flushBuf writes and flushes the stream's buffer, if anything is in it.
+func (c *conn) flushBuf() error {
+	if len(c.buf) == 0 {
+		return nil
+	}
+	err := c.write([][]byte{c.buf})
+	c.buf = c.buf[:0]
+	return err
+}
+
+// deliver handles one ring frame on the slow path (the stream's position differs from the ring's, or
+// frames are filtered): frames the client already has are skipped, filtered ones only move the position,
+// and the others are written with the stream's own id. It reports whether the stream has caught up with the
+// ring, after which frames can be written as they are.
+func (c *conn) deliver(f ring.Frame, p Params) (synced bool, err error) {
+	if have, ok := c.pos.Offset(f.Partition); ok && f.Offset <= have {
+		return false, nil
+	}
+	c.pos.Set(f.Partition, f.Offset)
+	c.idBuf, _ = c.pos.AppendText(c.idBuf[:0])
+	nl := bytes.IndexByte(f.Bytes, '\n')
+	baked := f.Bytes[len("id: "):nl]
+	synced = bytes.Equal(c.idBuf, baked)
+	if len(p.Events) > 0 && !p.Events[frameType(f.Bytes[nl+1:])] {
+		return synced, nil
+	}
+	if synced {
+		c.buf = append(c.buf, f.Bytes...)
+	} else {
+		c.buf = append(c.buf, "id: "...)
+		c.buf = append(c.buf, c.idBuf...)
+		c.buf = append(c.buf, f.Bytes[nl:]...)
+	}
+	c.frames++
+	c.stats.Frames.Add(1)
+	if len(c.buf) >= c.s.cfg.MaxWriteBytes {
+		return synced, c.flushBuf()
+	}
+	return synced, nil
+}
+
+// frameType returns the event type of a frame whose id line was cut off.
+func frameType(rest []byte) string {
+	const prefix = "event: "
+	if !bytes.HasPrefix(rest, []byte(prefix)) {
+		return "message"
+	}
+	rest = rest[len(prefix):]
+	if i := bytes.IndexByte(rest, '\n'); i >= 0 {
+		rest = rest[:i]
+	}
+	return string(rest)
+}
+
+// recordType returns the event type the frame of rec has.
+func recordType(rec *kgo.Record) string {
+	if rec.Value == nil {
+		return feed.DeleteEvent
+	}
+	if t := feed.EventType(rec.Headers); len(t) > 0 {
+		return string(t)
+	}
+	return "message"
+}
+
+// union returns the partitions of a and b, ascending.
+func union(a, b position.Vector) []int32 {
+	var out []int32
+	for _, v := range []position.Vector{a, b} {
+		for i := range v.Len() {
+			out = append(out, v.At(i).Partition)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// setOrDrop sets p's offset in v, or removes p when off is -1 (nothing there).
+func setOrDrop(v position.Vector, p int32, off int64) position.Vector {
+	if off >= 0 {
+		v.Set(p, off)
+		return v
+	}
+	var keep []int32
+	for i := range v.Len() {
+		if q := v.At(i).Partition; q != p {
+			keep = append(keep, q)
+		}
+	}
+	return v.Restrict(keep)
+}
