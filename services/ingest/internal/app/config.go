@@ -43,7 +43,7 @@ type Config struct {
 	// BufferEvents is how many parsed events may wait for Kafka per source before the HTTP body is no
 	// longer read. Default 1000.
 	BufferEvents int
-	// MaxEventBytes caps one event's data. Default 4 MiB.
+	// MaxEventBytes caps one event's data. Default 512 KiB, so that a record fits a broker's default 1 MiB message limit.
 	MaxEventBytes int64
 	// MaxLineBytes caps one line of a stream. Default 1 MiB.
 	MaxLineBytes int64
@@ -67,7 +67,7 @@ func defaults() Config {
 		CommitInterval:     100 * time.Millisecond,
 		CommitEvents:       1000,
 		BufferEvents:       1000,
-		MaxEventBytes:      4 << 20,
+		MaxEventBytes:      512 << 10,
 		MaxLineBytes:       1 << 20,
 		IdleTimeout:        60 * time.Second,
 		BackoffMin:         time.Second,

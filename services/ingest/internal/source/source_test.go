@@ -1,8 +1,10 @@
 package source
 
 import (
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"slices"
 	"strconv"
@@ -202,5 +204,37 @@ func TestOversizedEventGoesToDeadLetterTopic(t *testing.T) {
 	}
 	if got := string(dl[0].Value); got != `{"after_id":"1","reason":"event-too-large","source":"big"}` {
 		t.Fatalf("dead-letter value %s", got)
+	}
+}
+
+// TestKafkaFailureReplaysFromCheckpoint makes a transaction fail (a record too large for the topic) and
+// checks that ingest aborts, reconnects from the committed checkpoint and ends with every event once.
+func TestKafkaFailureReplaysFromCheckpoint(t *testing.T) {
+	// Random hex, so that the producer's compression cannot shrink it below the topic's limit.
+	raw := make([]byte, 4000)
+	_, _ = rand.NewChaCha8([32]byte{}).Read(raw)
+	big := hex.EncodeToString(raw)
+	srv := ssetest.New(t,
+		// The first time, event 2 is too large for the topic; when replayed it fits.
+		ssetest.Log(ssetest.LogConfig{Events: 3, Hold: true, Every: 30 * time.Millisecond, Data: func(i int) string {
+			if i == 2 {
+				return big
+			}
+			return "event-" + strconv.Itoa(i)
+		}}),
+		ssetest.Log(ssetest.LogConfig{Events: 3, Hold: true}),
+	)
+	maxBytes := "2000"
+	topic := kafkatest.NewTopic(t, 1, map[string]*string{"max.message.bytes": &maxBytes})
+	r := start(t, Spec{Name: "kfail", URL: srv.URL, Topic: topic, Format: FormatRaw}, testOptions(t))
+	checkFor(t, 60*time.Second, "3 records", func() bool { return len(readCommitted(t, topic)) >= 3 })
+	if got := values(readCommitted(t, topic)); !slices.Equal(got, wantLog(1, 3)) {
+		t.Fatalf("records %q", got)
+	}
+	if n := r.src.Stats().Reconnects[ReasonKafka].Load(); n < 1 {
+		t.Fatal("no kafka-error reconnection counted")
+	}
+	if n := r.src.Stats().Aborts.Load(); n < 1 {
+		t.Fatal("no failed transaction counted")
 	}
 }

@@ -80,6 +80,9 @@ func (s Secret) Get() (string, error) {
 // String hides the value.
 func (s Secret) String() string { return "[redacted]" }
 
+// GoString hides the value from %#v.
+func (s Secret) GoString() string { return "source.Secret{[redacted]}" }
+
 // LogValue hides the value from slog.
 func (s Secret) LogValue() slog.Value { return slog.StringValue("[redacted]") }
 
