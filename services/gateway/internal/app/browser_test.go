@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -110,4 +111,88 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 	// The topic was empty when the gateway started, so the page started at the empty position.
 	checkEvents(t, "v1:", evs, records)
+}
+
+// TestBrowserResumesAcrossRestart: the gateway is restarted under an open dashboard; the page's EventSource
+// reconnects by itself with Last-Event-ID, and the page ends up with every record exactly once, in order,
+// including the ones produced while no gateway was running.
+func TestBrowserResumesAcrossRestart(t *testing.T) {
+	node, chromium, dir := browserTools(t)
+	topic := kafkatest.NewTopic(t, 3, nil)
+	var lc net.ListenConfig
+	ln, err := lc.Listen(t.Context(), "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	onPort := func(c *Config) { c.Listen = addr; c.Retry = 300 * time.Millisecond; c.Drain = 0 }
+	g1 := startGateway(t, []string{topic}, onPort)
+	g1.waitReady(t)
+
+	const n = 90
+	ctx, cancel := context.WithTimeout(t.Context(), 120*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "dashboard.mjs", g1.url+"/", fmt.Sprint(n), "90000")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CHROMIUM="+chromium)
+	cmd.Stderr = t.Output()
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Wait() }()
+	lines := bufio.NewScanner(out)
+	lines.Buffer(nil, 16<<20)
+	if !lines.Scan() || lines.Text() != "open" {
+		t.Fatalf("the page did not connect: %q %v", lines.Text(), lines.Err())
+	}
+	cl := kafkatest.Client(t, kgo.DefaultProduceTopic(topic))
+	produce := func(from int) {
+		for i := from; i < from+30; i++ {
+			kafkatest.Produce(t, cl, &kgo.Record{Key: fmt.Appendf(nil, "o-%d", i%5), Value: fmt.Appendf(nil, `{"seq":%d}`, i)})
+		}
+	}
+	produce(0)
+	kafkatest.WaitFor(t, 30*time.Second, "the page to get the first 30 events", func() bool {
+		return metricValue(t, g1, "ssegate_frames_written_total", `topic="`+topic+`"`) >= 30
+	})
+	g1.stop()
+	if err := <-g1.done; err != nil {
+		t.Fatalf("first gateway: %v", err)
+	}
+	g1.done <- nil
+	produce(30) // while no gateway runs
+	g2 := startGateway(t, []string{topic}, onPort)
+	g2.waitReady(t)
+	produce(60)
+
+	if !lines.Scan() {
+		t.Fatalf("no report from the page: %v", lines.Err())
+	}
+	var seen struct {
+		Opens  int
+		Events []struct{ Type, ID, Data string }
+	}
+	if err := json.Unmarshal(lines.Bytes(), &seen); err != nil {
+		t.Fatalf("page report: %v", err)
+	}
+	if seen.Opens < 2 {
+		t.Errorf("the EventSource opened %d times, want a reconnect", seen.Opens)
+	}
+	if len(seen.Events) != n {
+		t.Fatalf("the page saw %d events, want %d", len(seen.Events), n)
+	}
+	evs := make([]sse.Event, n)
+	for i, e := range seen.Events {
+		evs[i] = sse.Event{Type: e.Type, ID: e.ID, Data: e.Data}
+	}
+	checkEvents(t, "v1:", evs, byOffset(kafkatest.ReadAll(t, topic)))
+	if v := metricValue(t, g2, "ssegate_resumes_total", `topic="`+topic+`"`, `source="ring"`) +
+		metricValue(t, g2, "ssegate_resumes_total", `topic="`+topic+`"`, `source="kafka"`); v < 1 {
+		t.Errorf("the second gateway served no resume")
+	}
 }
