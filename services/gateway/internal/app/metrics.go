@@ -55,7 +55,8 @@ func newTelemetry(f *feed.Feed, stats map[string]*stream.Stats, replays *replay.
 	replaySeconds, err15 := m.Float64ObservableCounter("ssegate.replay.duration.seconds", metric.WithDescription("Total time spent in replay reads"))
 	replayReads, err16 := m.Int64ObservableCounter("ssegate.replay.reads", metric.WithDescription("Replay reads started"))
 	replayRecords, err17 := m.Int64ObservableCounter("ssegate.replay.records", metric.WithDescription("Records read by replay reads"))
-	for _, err := range []error{err1, err2, err3, err4, err5, err6, err7, err8, err9, err10, err11, err12, err13, err14, err15, err16, err17} {
+	cacheHits, err18 := m.Int64ObservableCounter("ssegate.replay.cache.hits", metric.WithDescription("Replay blocks served from the shared cache or another connection's read instead of Kafka"))
+	for _, err := range []error{err1, err2, err3, err4, err5, err6, err7, err8, err9, err10, err11, err12, err13, err14, err15, err16, err17, err18} {
 		if err != nil {
 			return nil, fmt.Errorf("metric instrument: %w", err)
 		}
@@ -102,10 +103,11 @@ func newTelemetry(f *feed.Feed, stats map[string]*stream.Stats, replays *replay.
 		o.ObserveFloat64(replaySeconds, float64(replays.Stats.Nanos.Load())/1e9)
 		o.ObserveInt64(replayReads, replays.Stats.Reads.Load())
 		o.ObserveInt64(replayRecords, replays.Stats.Records.Load())
+		o.ObserveInt64(cacheHits, replays.Stats.CacheHits.Load())
 		f.Lag(func(topic string, p int32, l int64) { o.ObserveInt64(lag, l, partitionAttrs(topic, p)) })
 		return nil
 	}, open, frames, written, closed, lag, ringBytes, ringFrames, ringOldest, evicted,
-		resumes, resyncs, skipped, replayInUse, replayWaiting, replaySeconds, replayReads, replayRecords)
+		resumes, resyncs, skipped, replayInUse, replayWaiting, replaySeconds, replayReads, replayRecords, cacheHits)
 	if err != nil {
 		return nil, fmt.Errorf("metric callback: %w", err)
 	}

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/hashicorp/golang-lru/v2/expirable"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -36,6 +38,14 @@ func (e *OutOfRangeError) Error() string {
 type Config struct {
 	// Readers bounds the replay readers that run at once. Zero means 4.
 	Readers int
+	// BlockSize is how many offsets of a partition one cached block covers. Zero means 1024.
+	BlockSize int64
+	// CacheBlocks bounds the blocks of recently replayed records kept for other connections resuming
+	// nearby. Zero means 256.
+	CacheBlocks int
+	// CacheTTL is how long a block stays cached; it bounds how long a deleted and recreated topic can be
+	// answered from blocks of its former self. Zero means one minute.
+	CacheTTL time.Duration
 	// Idle is how long a read waits for more records before it takes a partition as read to its end (ten
 	// times as long before the partition's first record). Only a range that ends on a transaction marker or
 	// on deleted records waits for it; others end when their last record arrives. Zero means 500ms.
@@ -44,19 +54,28 @@ type Config struct {
 
 // Stats are a pool's counters.
 type Stats struct {
-	InUse   atomic.Int64 // readers running now
-	Waiting atomic.Int64 // connections waiting for a reader
-	Reads   atomic.Int64 // reads started
-	Records atomic.Int64 // records read
-	Nanos   atomic.Int64 // total time spent reading
+	InUse     atomic.Int64 // readers running now
+	Waiting   atomic.Int64 // connections waiting for a reader
+	Reads     atomic.Int64 // Kafka reads started (one per block fetched)
+	Records   atomic.Int64 // records delivered from replays, from Kafka or the block cache
+	Nanos     atomic.Int64 // total time spent reading from Kafka
+	CacheHits atomic.Int64 // blocks served from the cache or from another connection's read
 }
 
-// Pool runs replay reads against one cluster.
+// Pool runs replay reads against one cluster, and shares what they read: records are fetched in blocks of
+// Config.BlockSize offsets, kept in an LRU cache, and a block that one connection is fetching is waited
+// for, not fetched again, by the others. A reconnect storm of clients at nearby positions therefore reads
+// each block from Kafka once.
 type Pool struct {
 	cfg   Config
 	opts  []kgo.Opt
 	slots chan struct{}
+	// Stats are the pool's counters, read by metrics.
 	Stats Stats
+
+	cache   *expirable.LRU[blockKey, *block]
+	mu      sync.Mutex
+	flights map[blockKey]*flight
 }
 
 // NewPool returns a pool whose readers connect with kafkaOpts.
@@ -67,7 +86,20 @@ func NewPool(cfg Config, kafkaOpts ...kgo.Opt) *Pool {
 	if cfg.Idle <= 0 {
 		cfg.Idle = 500 * time.Millisecond
 	}
-	return &Pool{cfg: cfg, opts: slices.Clone(kafkaOpts), slots: make(chan struct{}, cfg.Readers)}
+	if cfg.BlockSize <= 0 {
+		cfg.BlockSize = 1024
+	}
+	if cfg.CacheBlocks <= 0 {
+		cfg.CacheBlocks = 256
+	}
+	if cfg.CacheTTL <= 0 {
+		cfg.CacheTTL = time.Minute
+	}
+	cache := expirable.NewLRU[blockKey, *block](cfg.CacheBlocks, nil, cfg.CacheTTL)
+	return &Pool{
+		cfg: cfg, opts: slices.Clone(kafkaOpts), slots: make(chan struct{}, cfg.Readers),
+		cache: cache, flights: map[blockKey]*flight{},
+	}
 }
 
 // Acquire waits for a free reader, calling idle every interval while it waits (a connection writes its
@@ -105,11 +137,12 @@ func (p *Pool) Acquire(ctx context.Context, interval time.Duration, idle func() 
 	}, nil
 }
 
-// Read reads ranges of topic and calls fn with each record, across partitions in record-timestamp order
-// (ties by partition), within a partition in offset order. A partition is done when its Upto offset was
-// read, or when no more records come for Config.Idle (its end is a transaction marker, or the records were
-// deleted). The caller must hold a reader from Acquire. An error from fn stops the read and is returned.
-func (p *Pool) Read(ctx context.Context, topic string, ranges []Range, fn func(*kgo.Record) error) error {
+// readRange reads ranges of topic with a new seek-based reader and calls fn with each record, across
+// partitions in record-timestamp order (ties by partition), within a partition in offset order. A partition
+// is done when its Upto offset was read, or when no more records come for Config.Idle (its end is a
+// transaction marker, or the records were deleted). The caller must hold a reader from Acquire. An error
+// from fn stops the read and is returned.
+func (p *Pool) readRange(ctx context.Context, topic string, ranges []Range, fn func(*kgo.Record) error) error {
 	start := time.Now()
 	p.Stats.Reads.Add(1)
 	defer func() { p.Stats.Nanos.Add(int64(time.Since(start))) }()
@@ -165,7 +198,6 @@ func (p *Pool) Read(ctx context.Context, topic string, ranges []Range, fn func(*
 			rec := best.queue[0]
 			best.queue[0] = nil
 			best.queue = best.queue[1:]
-			p.Stats.Records.Add(1)
 			if err := fn(rec); err != nil {
 				return err
 			}

@@ -28,16 +28,11 @@ func TestReadInterleavesByTimestamp(t *testing.T) {
 	kafkatest.Produce(t, cl, recs...)
 	pool := NewPool(Config{Readers: 1}, kgo.SeedBrokers(kafkatest.Brokers(t)...))
 	ctx := kafkatest.Context(t)
-	release, err := pool.Acquire(ctx, 0, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer release()
 	// Partition 0 holds records 0,3,6,..,57 at offsets 0..19; read offsets 5..9 of it, 0..19 of partition 1,
 	// and nothing of partition 2.
 	var got []string
-	err = pool.Read(ctx, topic, []Range{{Partition: 0, After: 4, Upto: 9}, {Partition: 1, After: -1, Upto: 19}, {Partition: 2, After: 3, Upto: 3}},
-		func(r *kgo.Record) error {
+	err := pool.Read(ctx, topic, []Range{{Partition: 0, After: 4, Upto: 9}, {Partition: 1, After: -1, Upto: 19}, {Partition: 2, After: 3, Upto: 3}},
+		0, nil, func(r *kgo.Record) error {
 			got = append(got, string(r.Value))
 			return nil
 		})
@@ -54,8 +49,8 @@ func TestReadInterleavesByTimestamp(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("Read delivered\n%v\nwant\n%v", got, want)
 	}
-	if pool.Stats.Records.Load() != int64(len(want)) || pool.Stats.Reads.Load() != 1 {
-		t.Errorf("stats: %d records %d reads", pool.Stats.Records.Load(), pool.Stats.Reads.Load())
+	if pool.Stats.Records.Load() != int64(len(want)) || pool.Stats.Reads.Load() != 2 {
+		t.Errorf("stats: %d records %d reads, want %d records from 2 reads (a block of each partition)", pool.Stats.Records.Load(), pool.Stats.Reads.Load(), len(want))
 	}
 }
 
@@ -73,7 +68,7 @@ func TestReadOutOfRange(t *testing.T) {
 		t.Fatal(err)
 	}
 	pool := NewPool(Config{}, kgo.SeedBrokers(kafkatest.Brokers(t)...))
-	err := pool.Read(ctx, topic, []Range{{Partition: 0, After: 1, Upto: 9}}, func(*kgo.Record) error { return nil })
+	err := pool.Read(ctx, topic, []Range{{Partition: 0, After: 1, Upto: 9}}, 0, nil, func(*kgo.Record) error { return nil })
 	var oor *OutOfRangeError
 	if !errors.As(err, &oor) || oor.Partition != 0 {
 		t.Fatalf("Read below the low watermark: %v, want an OutOfRangeError", err)
@@ -117,4 +112,43 @@ func TestAcquireBoundsReaders(t *testing.T) {
 	}
 	r1()
 	r2()
+}
+
+// TestReadShared: many connections replaying the same stretch at once read each block from Kafka once.
+func TestReadShared(t *testing.T) {
+	topic := kafkatest.NewTopic(t, 2, nil)
+	cl := kafkatest.Client(t, kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	var recs []*kgo.Record
+	for i := range 400 {
+		recs = append(recs, &kgo.Record{Partition: int32(i % 2), Value: fmt.Appendf(nil, "%d", i)})
+	}
+	kafkatest.Produce(t, cl, recs...)
+	pool := NewPool(Config{Readers: 2, BlockSize: 64}, kgo.SeedBrokers(kafkatest.Brokers(t)...))
+	ctx := kafkatest.Context(t)
+	const readers = 20
+	var wg sync.WaitGroup
+	counts := make([]int, readers)
+	for i := range readers {
+		wg.Go(func() {
+			// Each starts a little later in partition 0 (offsets 0..199 in each partition).
+			err := pool.Read(ctx, topic, []Range{{Partition: 0, After: int64(i) - 1, Upto: 199}, {Partition: 1, After: -1, Upto: 199}},
+				time.Millisecond, func() error { return nil }, func(*kgo.Record) error { counts[i]++; return nil })
+			if err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	for i, n := range counts {
+		if want := 200 - i + 200; n != want {
+			t.Errorf("reader %d got %d records, want %d", i, n, want)
+		}
+	}
+	// 200 offsets per partition in blocks of 64: 4 blocks each, 8 in all.
+	if reads := pool.Stats.Reads.Load(); reads != 8 {
+		t.Errorf("%d readers made %d Kafka reads, want 8 (one per block)", readers, reads)
+	}
+	if pool.Stats.CacheHits.Load() == 0 {
+		t.Error("no block was shared")
+	}
 }

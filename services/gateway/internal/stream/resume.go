@@ -260,20 +260,8 @@ func (c *conn) replay(ctx context.Context, t *Topic, p Params, ranges []replay.R
 		return err
 	}
 	keepAlive := sse.AppendComment(nil, "keep-alive")
-	release, err := t.Replay.Acquire(ctx, p.Heartbeat, func() error { return c.write([][]byte{keepAlive}) })
-	if err != nil {
-		if errors.Is(err, errWrite) {
-			return err
-		}
-		return fmt.Errorf("%w: %w", errReplay, err)
-	}
-	released := false
-	defer func() {
-		if !released {
-			release()
-		}
-	}()
-	err = t.Replay.Read(ctx, t.Name, ranges, func(rec *kgo.Record) error {
+	idle := func() error { return c.write([][]byte{keepAlive}) }
+	err := t.Replay.Read(ctx, t.Name, ranges, p.Heartbeat, idle, func(rec *kgo.Record) error {
 		c.pos.Set(rec.Partition, rec.Offset)
 		if len(p.Events) > 0 && !p.Events[recordType(rec)] {
 			return nil
@@ -292,8 +280,6 @@ func (c *conn) replay(ctx context.Context, t *Topic, p Params, ranges []replay.R
 	case errors.As(err, &oor) && resuming:
 		// Retention passed the position while it was being read: report it, and catch up again from
 		// where the stream now is.
-		release()
-		released = true
 		if err := c.flushBuf(); err != nil {
 			return err
 		}

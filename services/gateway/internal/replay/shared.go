@@ -1,0 +1,168 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+type blockKey struct {
+	topic     string
+	partition int32
+	index     int64 // the block covers offsets [index*BlockSize, (index+1)*BlockSize)
+}
+
+// block is what a read found of one block: every record with an offset in [from, to], in offset order
+// (offsets in that span without a record hold transaction markers or were compacted away).
+type block struct {
+	from, to int64
+	recs     []*kgo.Record
+}
+
+// flight is a block fetch under way; others wanting the block wait for done.
+type flight struct {
+	done chan struct{}
+}
+
+// Read reads ranges of topic and calls fn with each record, across partitions in record-timestamp order
+// (ties by partition), within a partition in offset order. Blocks other connections read recently come
+// from the cache; the others are read from Kafka, each by one reader of the pool at a time (idle is called
+// every interval while the connection waits for one, to keep it alive). It returns *OutOfRangeError when a
+// range starts below the partition's low watermark. An error from fn or idle stops the read and is
+// returned.
+func (p *Pool) Read(ctx context.Context, topic string, ranges []Range, interval time.Duration, idle func() error,
+	fn func(*kgo.Record) error,
+) error {
+	type cursor struct {
+		partition int32
+		next      int64 // next offset to deliver
+		upto      int64
+		blk       *block
+		i         int // index of the next record in blk
+	}
+	// head returns the cursor's next record, fetching blocks as needed; nil when the range is done.
+	head := func(c *cursor) (*kgo.Record, error) {
+		for c.next <= c.upto {
+			if c.blk == nil || c.next > c.blk.to {
+				idx := c.next / p.cfg.BlockSize
+				end := min((idx+1)*p.cfg.BlockSize-1, c.upto)
+				b, err := p.block(ctx, blockKey{topic, c.partition, idx}, c.next, end, interval, idle)
+				if err != nil {
+					return nil, err
+				}
+				c.blk = b
+				c.i = sort.Search(len(b.recs), func(i int) bool { return b.recs[i].Offset >= c.next })
+			}
+			if c.i < len(c.blk.recs) && c.blk.recs[c.i].Offset <= c.upto {
+				return c.blk.recs[c.i], nil
+			}
+			c.next = c.blk.to + 1 // the rest of the block holds no record
+		}
+		return nil, nil
+	}
+	var cs []*cursor
+	for _, r := range ranges {
+		if r.After < r.Upto {
+			cs = append(cs, &cursor{partition: r.Partition, next: r.After + 1, upto: r.Upto})
+		}
+	}
+	heads := make([]*kgo.Record, len(cs))
+	for i, c := range cs {
+		h, err := head(c)
+		if err != nil {
+			return err
+		}
+		heads[i] = h
+	}
+	for {
+		best := -1
+		for i, h := range heads {
+			if h != nil && (best < 0 || before(h, heads[best])) {
+				best = i
+			}
+		}
+		if best < 0 {
+			return nil
+		}
+		rec, c := heads[best], cs[best]
+		p.Stats.Records.Add(1)
+		if err := fn(rec); err != nil {
+			return err
+		}
+		c.next, c.i = rec.Offset+1, c.i+1
+		h, err := head(c)
+		if err != nil {
+			return err
+		}
+		heads[best] = h
+	}
+}
+
+// block returns a block of key holding at least offsets [from, to], from the cache, from another
+// connection's fetch of it, or from Kafka.
+func (p *Pool) block(ctx context.Context, key blockKey, from, to int64, interval time.Duration, idle func() error) (*block, error) {
+	covers := func(b *block) bool { return b.from <= from && b.to >= to }
+	for {
+		if b, ok := p.cache.Get(key); ok && covers(b) {
+			p.Stats.CacheHits.Add(1)
+			return b, nil
+		}
+		p.mu.Lock()
+		if f := p.flights[key]; f != nil {
+			p.mu.Unlock()
+			select {
+			case <-f.done:
+				continue // look at the cache again: the fetch may not have covered what this one needs
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		f := &flight{done: make(chan struct{})}
+		p.flights[key] = f
+		p.mu.Unlock()
+
+		b, err := p.fetch(ctx, key, from, to, interval, idle)
+		if err == nil {
+			p.cache.Add(key, b)
+		}
+		p.mu.Lock()
+		delete(p.flights, key)
+		p.mu.Unlock()
+		close(f.done)
+		if err != nil {
+			return nil, err
+		}
+		if covers(b) {
+			return b, nil
+		}
+	}
+}
+
+// fetch reads a block from Kafka: from the block's first offset, so that connections resuming a little
+// earlier find it in the cache too, or from the first offset needed when the block's start was deleted.
+func (p *Pool) fetch(ctx context.Context, key blockKey, from, to int64, interval time.Duration, idle func() error) (*block, error) {
+	release, err := p.Acquire(ctx, interval, idle)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	read := func(start int64) (*block, error) {
+		b := &block{from: start, to: to}
+		err := p.readRange(ctx, key.topic, []Range{{Partition: key.partition, After: start - 1, Upto: to}},
+			func(r *kgo.Record) error {
+				b.recs = append(b.recs, r)
+				return nil
+			})
+		return b, err
+	}
+	lo := key.index * p.cfg.BlockSize
+	b, err := read(lo)
+	var oor *OutOfRangeError
+	if errors.As(err, &oor) && lo < from {
+		b, err = read(from)
+	}
+	return b, err
+}
