@@ -84,7 +84,8 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 			OffsetsAfter: func(ctx context.Context, at time.Time) (map[int32]int64, error) {
 				return f.OffsetsAfter(ctx, name, at)
 			},
-			Replay: a.replays,
+			Replay:           a.replays,
+			KeysAnyPartition: cfg.KeyPartitioner == "any",
 		}
 	}
 	if a.telemetry, err = newTelemetry(f, a.stats, a.replays); err != nil {

@@ -47,6 +47,10 @@ type Config struct {
 	// gateway reports ready, so that clients reconnecting after a deploy are served from memory (the ring's
 	// size still bounds what stays). Default 10000; zero means none.
 	Prefill int64
+	// KeyPartitioner is how the topics' producers place keys: "murmur2" (Kafka's default partitioner; a
+	// key= stream reads and lists in its ids only its keys' partitions) or "any" (every partition). Default
+	// murmur2.
+	KeyPartitioner string
 	// ReplayReaders bounds the Kafka readers that serve resumes from positions the ring no longer holds;
 	// connections wait for one (with heartbeats). Default 4.
 	ReplayReaders int
@@ -67,6 +71,7 @@ func defaults() Config {
 		Drain:            10 * time.Second,
 		MetadataInterval: 10 * time.Second,
 		Prefill:          10000,
+		KeyPartitioner:   "murmur2",
 		ReplayReaders:    4,
 		LogLevel:         slog.LevelInfo,
 	}
@@ -104,6 +109,7 @@ func settings(c *Config) []setting {
 		s("drain", "window over which streams are closed at shutdown; 0 closes them at once", (*durationValue)(&c.Drain)),
 		s("metadata-interval", "how often to look for new topics and partitions", (*durationValue)(&c.MetadataInterval)),
 		s("prefill", "latest records per partition read into the ring at start; 0 means none", (*int64Value)(&c.Prefill)),
+		s("key-partitioner", "how producers place keys: murmur2 (Kafka's default) or any", (*stringValue)(&c.KeyPartitioner)),
 		s("replay-readers", "Kafka readers serving resumes the ring cannot serve, at most at once", (*intValue)(&c.ReplayReaders)),
 		s("demo-topic", "topic shown by the dashboard at / (default: the first topic)", (*stringValue)(&c.DemoTopic)),
 		s("log-level", "lowest level logged: debug, info, warn, error", (*levelValue)(&c.LogLevel)),
@@ -273,6 +279,7 @@ func (c Config) Validate() error {
 		{"drain", c.Drain < 0, "zero or positive"},
 		{"metadata-interval", c.MetadataInterval < 100*time.Millisecond, "at least 100ms"},
 		{"prefill", c.Prefill < 0, "zero or positive"},
+		{"key-partitioner", c.KeyPartitioner != "murmur2" && c.KeyPartitioner != "any", "murmur2 or any"},
 		{"replay-readers", c.ReplayReaders < 1 || c.ReplayReaders > 1000, "from 1 to 1000"},
 		{"demo-topic", !slices.Contains(c.Topics, c.DemoTopic), "one of the served topics"},
 	}

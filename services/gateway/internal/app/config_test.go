@@ -73,6 +73,7 @@ func TestLoadDefaults(t *testing.T) {
 	want.Drain = 10 * time.Second
 	want.MetadataInterval = 10 * time.Second
 	want.Prefill = 10000
+	want.KeyPartitioner = "murmur2"
 	want.ReplayReaders = 4
 	want.DemoTopic = "orders"
 	want.LogLevel = slog.LevelInfo

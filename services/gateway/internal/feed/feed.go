@@ -173,7 +173,7 @@ func (t *Topic) publish(ft kgo.FetchTopic) {
 		for _, rec := range fp.Records {
 			t.pos.Set(rec.Partition, rec.Offset)
 			t.id, _ = t.pos.AppendText(t.id[:0])
-			t.batch.Add(AppendFrame(t.batch.Buf(), t.id, rec), rec.Partition, rec.Offset)
+			t.batch.Add(AppendFrame(t.batch.Buf(), t.id, rec), rec.Partition, rec.Offset, rec.Key)
 		}
 		if n := len(fp.Records); n > 0 {
 			ps.next.Store(fp.Records[n-1].Offset + 1)

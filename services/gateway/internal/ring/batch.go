@@ -6,6 +6,7 @@ package ring
 // for concurrent use.
 type Batch struct {
 	buf   []byte
+	keys  []byte
 	items []item
 }
 
@@ -13,16 +14,19 @@ type item struct {
 	partition int32
 	offset    int64
 	end       int // end of the frame in buf; it starts where the previous one ended
+	keyEnd    int // end of the record's key in keys, likewise
 }
 
 // Buf returns the staging buffer to append the next frame to.
 func (b *Batch) Buf() []byte { return b.buf }
 
 // Add records the frame appended to the buffer returned by Buf: buf must be that buffer with exactly one
-// frame appended. partition and offset are the Kafka coordinates of the record the frame carries.
-func (b *Batch) Add(buf []byte, partition int32, offset int64) {
+// frame appended. partition, offset and key are those of the record the frame carries (the key is kept for
+// key-filtered streams; it is copied).
+func (b *Batch) Add(buf []byte, partition int32, offset int64, key []byte) {
 	b.buf = buf
-	b.items = append(b.items, item{partition: partition, offset: offset, end: len(buf)})
+	b.keys = append(b.keys, key...)
+	b.items = append(b.items, item{partition: partition, offset: offset, end: len(buf), keyEnd: len(b.keys)})
 }
 
 // Len returns the number of frames staged.
@@ -34,5 +38,6 @@ func (b *Batch) Bytes() int { return len(b.buf) }
 // Reset empties the batch, keeping its memory.
 func (b *Batch) Reset() {
 	b.buf = b.buf[:0]
+	b.keys = b.keys[:0]
 	b.items = b.items[:0]
 }

@@ -26,6 +26,7 @@ type Ring struct {
 	bytes   int    // frame bytes held
 	chunk   []byte // current chunk; frames are appended at len(chunk)
 	chunkN  uint64 // number of the current chunk, to tell adjacent frames apart from frames in other chunks
+	kchunk  []byte // current chunk of record keys, kept apart so that frames stay adjacent
 	wake    chan struct{}
 	headID  []byte
 	low     map[int32]int64
@@ -34,6 +35,7 @@ type Ring struct {
 }
 
 type entry struct {
+	key        []byte // the record's key, in a key chunk
 	buf        []byte // the whole chunk the frame lives in
 	chunk      uint64
 	start, end int
@@ -84,15 +86,23 @@ func (r *Ring) Publish(b *Batch, id []byte) {
 	r.chunk = append(r.chunk, b.buf...)
 	whole := r.chunk[:cap(r.chunk)]
 	start := base
+	if cap(r.kchunk)-len(r.kchunk) < len(b.keys) {
+		r.kchunk = make([]byte, 0, max(r.chunkSize/4, len(b.keys)))
+	}
+	kbase := len(r.kchunk)
+	r.kchunk = append(r.kchunk, b.keys...)
+	kstart := kbase
 	for _, it := range b.items {
 		if r.head-r.tail == uint64(len(r.ents)) {
 			r.grow()
 		}
-		end := base + it.end
+		end, kend := base+it.end, kbase+it.keyEnd
 		r.ents[r.head&r.mask] = entry{
+			key: r.kchunk[kstart:kend:kend],
 			buf: whole, chunk: r.chunkN, start: start, end: end,
 			partition: it.partition, offset: it.offset,
 		}
+		kstart = kend
 		if _, ok := r.low[it.partition]; !ok {
 			r.low[it.partition] = it.offset
 		}
@@ -218,6 +228,7 @@ func (r *Ring) Low(fn func(partition int32, offset int64)) {
 type Frame struct {
 	Partition int32
 	Offset    int64
+	Key       []byte // the record's key; immutable
 	Bytes     []byte // the whole SSE frame, starting with its "id:" line; immutable
 }
 
@@ -232,7 +243,7 @@ func (r *Ring) ReadFrames(from uint64, out []Frame, maxBytes int) ([]Frame, uint
 	next := min(from, r.head)
 	for n := 0; next < r.head && (n == 0 || n < maxBytes); next++ {
 		e := &r.ents[next&r.mask]
-		out = append(out, Frame{Partition: e.partition, Offset: e.offset, Bytes: e.buf[e.start:e.end:e.end]})
+		out = append(out, Frame{Partition: e.partition, Offset: e.offset, Key: e.key, Bytes: e.buf[e.start:e.end:e.end]})
 		n += e.end - e.start
 	}
 	return out, next, r.wake, nil

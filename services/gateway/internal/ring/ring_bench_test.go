@@ -17,11 +17,12 @@ func BenchmarkFanout(b *testing.B) {
 			spans := make([][]byte, 0, 16)
 			var batch Batch
 			id := []byte("v1:0-123456.1-123456.2-123456")
+			key := []byte("order-12345")
 			b.ReportAllocs()
 			b.SetBytes(int64(len(frame)) * int64(subs))
 			for i := 0; b.Loop(); i++ {
 				batch.Reset()
-				batch.Add(append(batch.Buf(), frame...), int32(i%3), int64(i))
+				batch.Add(append(batch.Buf(), frame...), int32(i%3), int64(i), key)
 				r.Publish(&batch, id)
 				for s := range cursors {
 					spans, cursors[s], _, _ = r.Read(cursors[s], spans[:0], 64<<10)

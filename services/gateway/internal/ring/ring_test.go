@@ -12,7 +12,7 @@ func publish(t testing.TB, r *Ring, b *Batch, partition int32, offsets ...int64)
 	t.Helper()
 	b.Reset()
 	for _, o := range offsets {
-		b.Add(fmt.Appendf(b.Buf(), "p%d-o%d;", partition, o), partition, o)
+		b.Add(fmt.Appendf(b.Buf(), "p%d-o%d;", partition, o), partition, o, fmt.Appendf(nil, "k%d", o))
 	}
 	r.Publish(b, fmt.Appendf(nil, "id-%d-%d", partition, offsets[len(offsets)-1]))
 }

@@ -35,6 +35,9 @@ type Params struct {
 	FromTime time.Time
 	// Events, when not empty, keeps only frames of these event types.
 	Events map[string]bool
+	// Keys, when not empty, keeps only records with these keys; the stream's ids then list only the
+	// partitions the keys are in (see Topic.KeysAnyPartition).
+	Keys map[string]bool
 }
 
 // ParamError is a malformed query parameter; it names the parameter.
@@ -98,6 +101,15 @@ func ParseParams(q url.Values, h http.Header, defaultHeartbeat time.Duration) (P
 				return p, &ParamError{Param: "event", Msg: "empty event type"}
 			}
 			p.Events[e] = true
+		}
+	}
+	if ks, ok := q["key"]; ok {
+		p.Keys = map[string]bool{}
+		for _, k := range ks {
+			if k == "" {
+				return p, &ParamError{Param: "key", Msg: "empty key"}
+			}
+			p.Keys[k] = true
 		}
 	}
 	// The header wins: EventSource sends it by itself on every reconnect, while the query parameter is what

@@ -33,6 +33,33 @@ type Topic struct {
 	OffsetsAfter func(ctx context.Context, t time.Time) (map[int32]int64, error)
 	// Replay reads what the ring does not hold back from Kafka. Nil means it cannot be served.
 	Replay *replay.Pool
+	// KeysAnyPartition says records of one key may be in any partition (the topic is produced with a
+	// partitioner other than Kafka's default), so key-filtered streams cover every partition. By default a
+	// key-filtered stream reads, and lists in its ids, only the partitions Kafka's default partitioner
+	// (murmur2) puts its keys in.
+	KeysAnyPartition bool
+}
+
+// keyPartitions returns the partitions a key-filtered stream covers, ascending, or nil when p has no key
+// filter.
+func keyPartitions(t *Topic, p Params) []int32 {
+	if len(p.Keys) == 0 {
+		return nil
+	}
+	var parts []int32
+	if t.Partitions != nil {
+		parts = t.Partitions()
+	}
+	if t.KeysAnyPartition || len(parts) == 0 {
+		return parts
+	}
+	kp := kgo.StickyKeyPartitioner(nil).ForTopic(t.Name)
+	var out []int32
+	for k := range p.Keys {
+		out = append(out, int32(kp.Partition(&kgo.Record{Key: []byte(k)}, len(parts))))
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // Resync reasons, the "reason" of an "event: resync" frame.
@@ -73,6 +100,7 @@ var errWrite = errors.New("stream: write failed")
 // its id (or from the from parameter), tells the client about anything it cannot have, writes the id-only
 // block, and catches up to the head from the ring and Kafka.
 func (c *conn) start(ctx context.Context, t *Topic, p Params) error {
+	c.keyParts = keyPartitions(t, p)
 	c0, head := c.join(t)
 	resuming := false
 	var invalid error
@@ -109,6 +137,9 @@ func (c *conn) start(ctx context.Context, t *Topic, p Params) error {
 			c.pos = head.Clone()
 		}
 	}
+	if c.keyParts != nil {
+		c.pos = c.pos.Restrict(c.keyParts)
+	}
 	if invalid != nil {
 		c.stats.Resyncs[resyncInvalid].Add(1)
 		if err := c.writeResync(ResyncData{Reason: ResyncInvalidID, Error: invalid.Error(), Partitions: []ResyncPartition{}}); err != nil {
@@ -120,7 +151,8 @@ func (c *conn) start(ctx context.Context, t *Topic, p Params) error {
 	return c.catchUp(ctx, t, p, c0, head, resuming)
 }
 
-// join returns the ring's head and the position that goes with it.
+// join returns the ring's head and the position that goes with it (only the stream's partitions, for a
+// key-filtered stream).
 func (c *conn) join(t *Topic) (uint64, position.Vector) {
 	c0, id := t.Ring.Start(c.idBuf[:0])
 	c.idBuf = id
@@ -130,6 +162,9 @@ func (c *conn) join(t *Topic) (uint64, position.Vector) {
 	head, err := position.Parse(string(id))
 	if err != nil {
 		panic("stream: the ring holds a malformed head id: " + err.Error())
+	}
+	if c.keyParts != nil {
+		head = head.Restrict(c.keyParts)
 	}
 	return c0, head
 }
@@ -266,6 +301,9 @@ func (c *conn) replay(ctx context.Context, t *Topic, p Params, ranges []replay.R
 		if len(p.Events) > 0 && !p.Events[recordType(rec)] {
 			return nil
 		}
+		if len(p.Keys) > 0 && !p.Keys[string(rec.Key)] {
+			return nil
+		}
 		c.idBuf, _ = c.pos.AppendText(c.idBuf[:0])
 		c.buf = feed.AppendFrame(c.buf, c.idBuf, rec)
 		c.frames++
@@ -336,6 +374,11 @@ func (c *conn) flushBuf() error {
 // and the others are written with the stream's own id. It reports whether the stream has caught up with the
 // ring, after which frames can be written as they are.
 func (c *conn) deliver(f ring.Frame, p Params) (synced bool, err error) {
+	if c.keyParts != nil {
+		if _, ok := slices.BinarySearch(c.keyParts, f.Partition); !ok {
+			return false, nil // not a partition of this stream: not even its position is tracked
+		}
+	}
 	if have, ok := c.pos.Offset(f.Partition); ok && f.Offset <= have {
 		return false, nil
 	}
@@ -345,6 +388,9 @@ func (c *conn) deliver(f ring.Frame, p Params) (synced bool, err error) {
 	baked := f.Bytes[len("id: "):nl]
 	synced = bytes.Equal(c.idBuf, baked)
 	if len(p.Events) > 0 && !p.Events[frameType(f.Bytes[nl+1:])] {
+		return synced, nil
+	}
+	if len(p.Keys) > 0 && !p.Keys[string(f.Key)] {
 		return synced, nil
 	}
 	if synced {

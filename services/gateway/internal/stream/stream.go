@@ -116,11 +116,12 @@ type conn struct {
 	drainTimer *time.Timer      // fires at this stream's moment to close; nil until draining
 	drainC     <-chan time.Time // drainTimer.C, or nil
 
-	pos    position.Vector // the client's position: what it has been sent (or passed by a filter)
-	cursor uint64          // next ring frame to look at
-	synced bool            // pos is the ring's position at cursor, so ring frames can be written as they are
-	buf    []byte          // frames being built on the slow path
-	idBuf  []byte
+	pos      position.Vector // the client's position: what it has been sent (or passed by a filter)
+	keyParts []int32         // the partitions of a key-filtered stream, ascending; nil for others
+	cursor   uint64          // next ring frame to look at
+	synced   bool            // pos is the ring's position at cursor, so ring frames can be written as they are
+	buf      []byte          // frames being built on the slow path
+	idBuf    []byte
 }
 
 func (c *conn) run(ctx context.Context, t *Topic, p Params) CloseReason {
@@ -158,7 +159,7 @@ func (c *conn) run(ctx context.Context, t *Topic, p Params) CloseReason {
 		var wake <-chan struct{}
 		var err error
 		wrote := false
-		if c.synced && len(p.Events) == 0 {
+		if c.synced && len(p.Events) == 0 && len(p.Keys) == 0 {
 			// The fast path: the ring's frames, ids and all, are exactly what this client needs next.
 			spans, next, wake, err = rg.Read(c.cursor, spans[:0], c.s.cfg.MaxWriteBytes)
 			if err == nil && len(spans) > 0 {

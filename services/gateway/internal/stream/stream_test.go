@@ -101,7 +101,7 @@ func (f *feeder) publish(data ...string) {
 	f.b.Reset()
 	for _, d := range data {
 		f.offset++
-		f.b.Add(sse.AppendEvent(f.b.Buf(), f.id(), "", []byte(d)), 0, f.offset-1)
+		f.b.Add(sse.AppendEvent(f.b.Buf(), f.id(), "", []byte(d)), 0, f.offset-1, nil)
 	}
 	f.rg.Publish(&f.b, []byte(f.id()))
 }
