@@ -90,6 +90,10 @@ type ResyncPartition struct {
 	Skipped int64 `json:"skipped"`
 }
 
+// slowFlushBytes is how many bytes the slow path (replays, rewritten ids, filters) gathers before it
+// writes: large enough for few writes, small enough that the buffer it keeps per connection stays small.
+const slowFlushBytes = 32 << 10
+
 // errReplay is a failure to read what the ring does not hold from Kafka.
 var errReplay = errors.New("stream: replay failed")
 
@@ -283,7 +287,17 @@ func (c *conn) catchUp(ctx context.Context, t *Topic, p Params, c0 uint64, head 
 		c.stats.ResumedFromRing.Add(1)
 	}
 	c.synced = c.cursor == c0 && c.pos.Equal(head)
-	return c.flushBuf()
+	err := c.flushBuf()
+	c.releaseBuf()
+	return err
+}
+
+// releaseBuf drops the slow path's buffer once the stream is on the fast path, which needs none: a
+// connection that resumed does not keep tens of kilobytes for the rest of its life.
+func (c *conn) releaseBuf() {
+	if c.synced && cap(c.buf) > 1<<10 {
+		c.buf = nil
+	}
 }
 
 // replay reads ranges from Kafka into the stream, in record-timestamp order across partitions.
@@ -308,7 +322,7 @@ func (c *conn) replay(ctx context.Context, t *Topic, p Params, ranges []replay.R
 		c.buf = feed.AppendFrame(c.buf, c.idBuf, rec)
 		c.frames++
 		c.stats.Frames.Add(1)
-		if len(c.buf) >= c.s.cfg.MaxWriteBytes {
+		if len(c.buf) >= slowFlushBytes {
 			return c.flushBuf()
 		}
 		return nil
@@ -402,7 +416,7 @@ func (c *conn) deliver(f ring.Frame, p Params) (synced bool, err error) {
 	}
 	c.frames++
 	c.stats.Frames.Add(1)
-	if len(c.buf) >= c.s.cfg.MaxWriteBytes {
+	if len(c.buf) >= slowFlushBytes {
 		return synced, c.flushBuf()
 	}
 	return synced, nil

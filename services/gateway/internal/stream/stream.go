@@ -183,6 +183,8 @@ func (c *conn) run(ctx context.Context, t *Topic, p Params) CloseReason {
 				if c.flushBuf() != nil {
 					return ReasonWriteFailed
 				}
+				c.releaseBuf()
+				clear(frames) // keep no references to frames the ring may evict
 				wrote = true
 			}
 		}
