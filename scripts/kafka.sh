@@ -7,8 +7,10 @@
 #   scripts/kafka.sh stop DIR           stop the broker started in DIR and wait for it to exit.
 #   scripts/kafka.sh fetch              only download the jars (into $SSEGATE_CACHE, default ~/.cache/ssegate).
 #
-# The broker has two listeners: PLAINTEXT on PORT, and SASL_PLAINTEXT on PORT+1 with PLAIN user "ssegate" /
-# "ssegate-secret" and SCRAM-SHA-256/512 enabled (SCRAM users are created through the Admin API by whoever needs them). Auto topic creation is off: a gateway must answer 404
+# The broker has three listeners: PLAINTEXT on PORT; SASL_PLAINTEXT on PORT+1 with PLAIN user "ssegate" /
+# "ssegate-secret" and SCRAM-SHA-256/512 enabled (SCRAM users are created through the Admin API by whoever needs
+# them); and SSL on PORT+3 with a certificate for 127.0.0.1 signed by a throwaway CA made at start
+# (KAFKA_TLS_BROKERS and KAFKA_TLS_CA, the CA's PEM file, are printed too). The controller listens on PORT+2. Auto topic creation is off: a gateway must answer 404
 # for a topic that does not exist rather than create it.
 set -euo pipefail
 
@@ -30,18 +32,35 @@ fetch() {
 }
 
 free_port() {
-	# Two consecutive free ports: PORT for PLAINTEXT, PORT+1 for SASL. The controller gets a third.
+	# Four consecutive free ports: PLAINTEXT, SASL, the controller, SSL.
 	python3 - "$@" <<'PY'
 import socket, sys
 for _ in range(200):
     s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]
     try:
-        t = socket.socket(); t.bind(("127.0.0.1", p + 1)); u = socket.socket(); u.bind(("127.0.0.1", p + 2))
+        others = []
+        for d in (1, 2, 3):
+            o = socket.socket(); others.append(o); o.bind(("127.0.0.1", p + d))
     except OSError:
-        s.close(); continue
-    s.close(); t.close(); u.close(); print(p); sys.exit(0)
+        s.close(); [o.close() for o in others]; continue
+    s.close(); [o.close() for o in others]; print(p); sys.exit(0)
 sys.exit(1)
 PY
+}
+
+# make_certs DIR: a throwaway CA and a broker certificate for 127.0.0.1 / localhost, as a PEM keystore
+# (unencrypted PKCS#8 key followed by the certificate) that the broker reads directly.
+make_certs() {
+	local d=$1
+	command -v openssl >/dev/null || die "openssl not found: install it (Debian: apt-get install openssl)"
+	mkdir -p "$d"
+	openssl req -x509 -newkey rsa:2048 -nodes -days 7 -subj "/CN=ssegate test CA" \
+		-keyout "$d/ca.key" -out "$d/ca.pem" 2>/dev/null
+	openssl req -newkey rsa:2048 -nodes -subj "/CN=127.0.0.1" -keyout "$d/broker.key" -out "$d/broker.csr" 2>/dev/null
+	printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\n' >"$d/ext.cnf"
+	openssl x509 -req -in "$d/broker.csr" -CA "$d/ca.pem" -CAkey "$d/ca.key" -CAcreateserial -days 7 \
+		-extfile "$d/ext.cnf" -out "$d/broker.pem" 2>/dev/null
+	cat "$d/broker.key" "$d/broker.pem" >"$d/keystore.pem"
 }
 
 java_cmd() {
@@ -62,17 +81,20 @@ start() {
 		die "a broker started from $dir is already running (pid $(cat "$dir/pid"))"
 	fi
 	[ "$port" = 0 ] && port=$(free_port)
-	local sasl=$((port + 1)) ctl=$((port + 2))
+	local sasl=$((port + 1)) ctl=$((port + 2)) ssl=$((port + 3))
 	rm -rf "$dir/data" "$dir/server.log"
+	make_certs "$dir/tls"
 	cat >"$dir/server.properties" <<PROPS
 process.roles=broker,controller
 node.id=1
 controller.quorum.voters=1@127.0.0.1:$ctl
-listeners=PLAINTEXT://127.0.0.1:$port,SASL_PLAINTEXT://127.0.0.1:$sasl,CONTROLLER://127.0.0.1:$ctl
-advertised.listeners=PLAINTEXT://127.0.0.1:$port,SASL_PLAINTEXT://127.0.0.1:$sasl
+listeners=PLAINTEXT://127.0.0.1:$port,SASL_PLAINTEXT://127.0.0.1:$sasl,CONTROLLER://127.0.0.1:$ctl,SSL://127.0.0.1:$ssl
+advertised.listeners=PLAINTEXT://127.0.0.1:$port,SASL_PLAINTEXT://127.0.0.1:$sasl,SSL://127.0.0.1:$ssl
 controller.listener.names=CONTROLLER
 inter.broker.listener.name=PLAINTEXT
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT,SSL:SSL
+listener.name.ssl.ssl.keystore.type=PEM
+listener.name.ssl.ssl.keystore.location=$dir/tls/keystore.pem
 sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512
 listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_ssegate="ssegate-secret";
 listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
@@ -136,6 +158,8 @@ LOG
 	done
 	echo "KAFKA_BROKERS=127.0.0.1:$port"
 	echo "KAFKA_SASL_BROKERS=127.0.0.1:$sasl"
+	echo "KAFKA_TLS_BROKERS=127.0.0.1:$ssl"
+	echo "KAFKA_TLS_CA=$dir/tls/ca.pem"
 }
 
 stop() {

@@ -6,7 +6,7 @@
 # A service whose address is already in the environment (KAFKA_BROKERS, REDIS_ADDR) is used as it is and not
 # started. Otherwise the broker and redis-server run with their files under $SSEGATE_STATE (default .run/ in the
 # repository) on free loopback ports (the broker on --kafka-port when given), and CMD sees KAFKA_BROKERS,
-# KAFKA_SASL_BROKERS and REDIS_ADDR. The exit status is CMD's.
+# KAFKA_SASL_BROKERS, KAFKA_TLS_BROKERS, KAFKA_TLS_CA and REDIS_ADDR. The exit status is CMD's.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -41,13 +41,13 @@ trap 'exit 143' TERM
 if [ -z "${KAFKA_BROKERS:-}" ]; then
 	started_kafka=1
 	out=$("$here/kafka.sh" start "$state/kafka" "$kafka_port")
-	export $out
+	while IFS= read -r line; do export "$line"; done <<<"$out"
 	echo "with-services: Kafka on $KAFKA_BROKERS (logs in $state/kafka)" >&2
 fi
 if [ $redis = 1 ] && [ -z "${REDIS_ADDR:-}" ]; then
 	started_redis=1
 	out=$("$here/redis.sh" start "$state/redis")
-	export $out
+	while IFS= read -r line; do export "$line"; done <<<"$out"
 	echo "with-services: Redis on $REDIS_ADDR" >&2
 fi
 

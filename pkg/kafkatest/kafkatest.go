@@ -26,6 +26,13 @@ func SASLBrokers(t testing.TB) []string {
 	return fromEnv(t, "KAFKA_SASL_BROKERS")
 }
 
+// TLSBrokers returns the test cluster's SSL listener (KAFKA_TLS_BROKERS) and the PEM file of the CA that
+// signed its certificate (KAFKA_TLS_CA), both set by scripts/kafka.sh, or skips t (fails it under CI=true).
+func TLSBrokers(t testing.TB) (brokers []string, caFile string) {
+	t.Helper()
+	return fromEnv(t, "KAFKA_TLS_BROKERS"), fromEnv(t, "KAFKA_TLS_CA")[0]
+}
+
 func fromEnv(t testing.TB, name string) []string {
 	t.Helper()
 	v := os.Getenv(name)

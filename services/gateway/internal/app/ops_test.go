@@ -273,3 +273,42 @@ func TestSASL(t *testing.T) {
 		})
 	}
 }
+
+// TestTLS: the gateway reaches the broker's SSL listener when it trusts the CA that signed the broker's
+// certificate, and stays unready when it does not.
+func TestTLS(t *testing.T) {
+	brokers, ca := kafkatest.TLSBrokers(t)
+	for _, tc := range []struct {
+		name string
+		tls  kafkaconn.TLSConfig
+		ok   bool
+	}{
+		{"trusted CA", kafkaconn.TLSConfig{CAFile: ca}, true},
+		{"system roots", kafkaconn.TLSConfig{Enabled: true}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			topic := kafkatest.NewTopic(t, 1, nil)
+			g := startGateway(t, []string{topic}, func(c *Config) {
+				c.Kafka.Brokers = brokers
+				c.Kafka.TLS = tc.tls
+			})
+			if !tc.ok {
+				for end := time.Now().Add(3 * time.Second); time.Now().Before(end); {
+					if code, body := get(t, g.url+"/readyz"); code != http.StatusServiceUnavailable {
+						t.Fatalf("without the CA readyz = %d %s", code, body)
+					}
+					<-time.After(100 * time.Millisecond)
+				}
+				return
+			}
+			g.waitReady(t)
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			c := connect(t, ctx, g.url+"/streams/"+topic)
+			kafkatest.Produce(t, kafkatest.Client(t, kgo.DefaultProduceTopic(topic)), &kgo.Record{Value: []byte("over tls")})
+			if ev := c.next(t); ev.Data != "over tls" {
+				t.Fatalf("event = %+v", ev)
+			}
+		})
+	}
+}
