@@ -50,32 +50,13 @@ func browserTools(t *testing.T) (node, chromium, dir string) {
 // TestDashboardInBrowser opens the dashboard in headless Chromium; the page's EventSource must receive every
 // record produced after it connected, in order, with exact ids.
 func TestDashboardInBrowser(t *testing.T) {
-	node, chromium, dir := browserTools(t)
+	browserTools(t)
 	topic := kafkatest.NewTopic(t, 3, nil)
 	g := startGateway(t, []string{topic}, nil)
 	g.waitReady(t)
 
 	const n = 60
-	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "dashboard.mjs", g.url+"/", fmt.Sprint(n), "60000")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "CHROMIUM="+chromium, "SCREENSHOT="+filepath.Join(t.TempDir(), "dashboard.png"))
-	cmd.Stderr = t.Output()
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cmd.Wait() }()
-	lines := bufio.NewScanner(out)
-	lines.Buffer(nil, 16<<20)
-	if !lines.Scan() || lines.Text() != "open" {
-		t.Fatalf("the page did not connect: %q %v", lines.Text(), lines.Err())
-	}
-
+	page := openDashboard(t, g.url+"/", n, 60*time.Second)
 	cl := kafkatest.Client(t, kgo.DefaultProduceTopic(topic))
 	types := []string{"", "order.created", "order.paid", "order.shipped"}
 	var recs []*kgo.Record
@@ -89,25 +70,12 @@ func TestDashboardInBrowser(t *testing.T) {
 	kafkatest.Produce(t, cl, recs...)
 	records := byOffset(kafkatest.ReadAll(t, topic))
 
-	if !lines.Scan() {
-		t.Fatalf("no report from the page: %v", lines.Err())
+	opens, evs := page.report(t)
+	if opens != 1 {
+		t.Errorf("the EventSource opened %d times, want 1", opens)
 	}
-	var seen struct {
-		Opens  int
-		Events []struct{ Type, ID, Data string }
-	}
-	if err := json.Unmarshal(lines.Bytes(), &seen); err != nil {
-		t.Fatalf("page report: %v", err)
-	}
-	if seen.Opens != 1 {
-		t.Errorf("the EventSource opened %d times, want 1", seen.Opens)
-	}
-	if len(seen.Events) != n {
-		t.Fatalf("the page saw %d events, want %d", len(seen.Events), n)
-	}
-	evs := make([]sse.Event, n)
-	for i, e := range seen.Events {
-		evs[i] = sse.Event{Type: e.Type, ID: e.ID, Data: e.Data}
+	if len(evs) != n {
+		t.Fatalf("the page saw %d events, want %d", len(evs), n)
 	}
 	// The topic was empty when the gateway started, so the page started at the empty position.
 	checkEvents(t, "v1:", evs, records)
@@ -117,7 +85,7 @@ func TestDashboardInBrowser(t *testing.T) {
 // reconnects by itself with Last-Event-ID, and the page ends up with every record exactly once, in order,
 // including the ones produced while no gateway was running.
 func TestBrowserResumesAcrossRestart(t *testing.T) {
-	node, chromium, dir := browserTools(t)
+	browserTools(t)
 	topic := kafkatest.NewTopic(t, 3, nil)
 	var lc net.ListenConfig
 	ln, err := lc.Listen(t.Context(), "tcp", "127.0.0.1:0")
@@ -131,25 +99,7 @@ func TestBrowserResumesAcrossRestart(t *testing.T) {
 	g1.waitReady(t)
 
 	const n = 90
-	ctx, cancel := context.WithTimeout(t.Context(), 120*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "dashboard.mjs", g1.url+"/", fmt.Sprint(n), "90000")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "CHROMIUM="+chromium)
-	cmd.Stderr = t.Output()
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cmd.Wait() }()
-	lines := bufio.NewScanner(out)
-	lines.Buffer(nil, 16<<20)
-	if !lines.Scan() || lines.Text() != "open" {
-		t.Fatalf("the page did not connect: %q %v", lines.Text(), lines.Err())
-	}
+	page := openDashboard(t, g1.url+"/", n, 90*time.Second)
 	cl := kafkatest.Client(t, kgo.DefaultProduceTopic(topic))
 	produce := func(from int) {
 		for i := from; i < from+30; i++ {
@@ -170,29 +120,67 @@ func TestBrowserResumesAcrossRestart(t *testing.T) {
 	g2.waitReady(t)
 	produce(60)
 
-	if !lines.Scan() {
-		t.Fatalf("no report from the page: %v", lines.Err())
+	opens, evs := page.report(t)
+	if opens < 2 {
+		t.Errorf("the EventSource opened %d times, want a reconnect", opens)
 	}
-	var seen struct {
-		Opens  int
-		Events []struct{ Type, ID, Data string }
-	}
-	if err := json.Unmarshal(lines.Bytes(), &seen); err != nil {
-		t.Fatalf("page report: %v", err)
-	}
-	if seen.Opens < 2 {
-		t.Errorf("the EventSource opened %d times, want a reconnect", seen.Opens)
-	}
-	if len(seen.Events) != n {
-		t.Fatalf("the page saw %d events, want %d", len(seen.Events), n)
-	}
-	evs := make([]sse.Event, n)
-	for i, e := range seen.Events {
-		evs[i] = sse.Event{Type: e.Type, ID: e.ID, Data: e.Data}
+	if len(evs) != n {
+		t.Fatalf("the page saw %d events, want %d", len(evs), n)
 	}
 	checkEvents(t, "v1:", evs, byOffset(kafkatest.ReadAll(t, topic)))
 	if v := metricValue(t, g2, "ssegate_resumes_total", `topic="`+topic+`"`, `source="ring"`) +
 		metricValue(t, g2, "ssegate_resumes_total", `topic="`+topic+`"`, `source="kafka"`); v < 1 {
 		t.Errorf("the second gateway served no resume")
 	}
+}
+
+// dashboardPage runs the page driver on the dashboard at url until the page has n events. It returns once the
+// page's EventSource is open; report then waits for the page's account of what it received.
+type dashboardPage struct {
+	lines *bufio.Scanner
+}
+
+func openDashboard(t *testing.T, url string, n int, timeout time.Duration) *dashboardPage {
+	t.Helper()
+	node, chromium, dir := browserTools(t)
+	ctx, cancel := context.WithTimeout(t.Context(), timeout+30*time.Second)
+	t.Cleanup(cancel)
+	cmd := exec.CommandContext(ctx, node, "dashboard.mjs", url, fmt.Sprint(n), fmt.Sprint(timeout.Milliseconds()))
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CHROMIUM="+chromium, "SCREENSHOT="+filepath.Join(t.TempDir(), "dashboard.png"))
+	cmd.Stderr = t.Output()
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Wait() })
+	lines := bufio.NewScanner(out)
+	lines.Buffer(nil, 16<<20)
+	if !lines.Scan() || lines.Text() != "open" {
+		t.Fatalf("the page did not connect: %q %v", lines.Text(), lines.Err())
+	}
+	return &dashboardPage{lines: lines}
+}
+
+// report returns how often the page's EventSource opened and the events it received.
+func (d *dashboardPage) report(t *testing.T) (opens int, evs []sse.Event) {
+	t.Helper()
+	if !d.lines.Scan() {
+		t.Fatalf("no report from the page: %v", d.lines.Err())
+	}
+	var seen struct {
+		Opens  int
+		Events []struct{ Type, ID, Data string }
+	}
+	if err := json.Unmarshal(d.lines.Bytes(), &seen); err != nil {
+		t.Fatalf("page report: %v", err)
+	}
+	evs = make([]sse.Event, len(seen.Events))
+	for i, e := range seen.Events {
+		evs[i] = sse.Event{Type: e.Type, ID: e.ID, Data: e.Data}
+	}
+	return seen.Opens, evs
 }
