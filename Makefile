@@ -7,7 +7,7 @@ GOLANGCI_LINT          := $(CACHE)/bin/golangci-lint-$(GOLANGCI_LINT_VERSION).d/
 GOTEST_FLAGS           ?= -race -count=1 -timeout 15m
 FUZZTIME               ?= 15s
 
-.PHONY: run test test-go lint fmt vet bench fuzz tidy-check build clean
+.PHONY: run test test-go lint fmt vet bench fuzz tidy-check build clean loadtest
 
 ## run: gateway + local Kafka + demo producer; open http://127.0.0.1:8080/
 run:
@@ -30,6 +30,13 @@ test-go:
 build:
 	mkdir -p .run/bin
 	$(GO) build -trimpath -o .run/bin/ ./services/...
+
+LOADTEST_ARGS          ?= --mode=steady --connections=50 --rate=200 --duration=10s
+
+## loadtest: a short load scenario (LOADTEST_ARGS) against a local Kafka and gateway; prints the summary line
+loadtest: build
+	$(GO) build -trimpath -o .run/bin/loadtest ./loadtest
+	scripts/with-services.sh --no-redis -- loadtest/local.sh $(LOADTEST_ARGS)
 
 $(GOLANGCI_LINT):
 	GOBIN=$(dir $(GOLANGCI_LINT)) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)

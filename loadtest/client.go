@@ -1,0 +1,236 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/ssegate/ssegate/pkg/sse"
+)
+
+// shared holds what every connection goroutine updates.
+type shared struct {
+	hist      atomic.Pointer[histogram] // latencies of live frames go here; nil records none
+	frames    atomic.Int64              // events received by all connections
+	connErrs  atomic.Int64              // streams that ended with an error other than our own cancel
+	openConns atomic.Int64              // streams whose opening block has been read
+}
+
+// client is one simulated browser: it holds the position tracker across reconnects.
+type client struct {
+	n      int
+	tr     tracker
+	failed atomic.Bool // the last stream ended with an error; readable while it runs
+
+	// Set by the connection goroutine, read after it has been joined.
+	err        error     // how the last stream ended, nil for our own cancel
+	requested  time.Time // when the last request was sent
+	firstFrame time.Time // first event after the last request (zero if none)
+	closedByGW bool      // slow mode: the gateway closed the stream while we were not reading
+	closeErr   error     // slow mode: what reading after the stall ended with (nil: a clean end)
+}
+
+// connOpts says how one stream is opened and read.
+type connOpts struct {
+	url     string // full stream URL with query
+	lastID  string // Last-Event-ID header; empty for a new stream
+	opened  func() // called once the opening block has been read
+	rcvBuf  int    // SO_RCVBUF for the socket; 0 leaves the kernel default
+	measure bool   // record latencies (slow mode leaves out the slow ones)
+
+	// Slow mode: when stopRead closes, the stream stops reading; when check closes, it reads what is left
+	// for up to checkWait to learn whether the gateway closed it meanwhile.
+	stopRead  <-chan struct{}
+	check     <-chan struct{}
+	checkWait time.Duration
+}
+
+// dialer connects with an optional small receive buffer, so a client that stops reading fills its socket
+// quickly (otherwise loopback autotuning lets it absorb megabytes first).
+func dialer(rcvBuf int) *net.Dialer {
+	d := &net.Dialer{Timeout: 10 * time.Second}
+	if rcvBuf > 0 {
+		d.Control = func(_, _ string, c syscall.RawConn) error {
+			var serr error
+			err := c.Control(func(fd uintptr) {
+				serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, rcvBuf)
+			})
+			return errors.Join(err, serr)
+		}
+	}
+	return d
+}
+
+// stream opens one SSE stream and reads it until ctx ends or the stream fails. It uses a raw TCP connection
+// (one goroutine, a 4 KiB buffer) rather than net/http's client, which would add two goroutines and two
+// buffers per connection.
+func (c *client) stream(ctx context.Context, sh *shared, o connOpts) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, o.url, http.NoBody)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Cache-Control", "no-cache")
+	if o.lastID != "" {
+		req.Header.Set("Last-Event-ID", o.lastID)
+	}
+	conn, err := dialer(o.rcvBuf).DialContext(ctx, "tcp", req.URL.Host)
+	if err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
+	defer func() {
+		stop()
+		_ = conn.Close()
+	}()
+	c.requested = time.Now()
+	c.firstFrame = time.Time{}
+	if err := req.Write(conn); err != nil {
+		return fmt.Errorf("request: %w", err)
+	}
+	br := bufio.NewReaderSize(conn, 4096)
+	resp, err := http.ReadResponse(br, req)
+	if err != nil {
+		return fmt.Errorf("response: %w", err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return fmt.Errorf("status %d: %s", resp.StatusCode, bytes.TrimSpace(b))
+	}
+	body := bufio.NewReaderSize(resp.Body, 4096)
+	id, err := readOpening(body)
+	if err != nil {
+		return err
+	}
+	if err := c.tr.open(id, time.Now()); err != nil {
+		return err
+	}
+	sh.openConns.Add(1)
+	defer sh.openConns.Add(-1)
+	if o.opened != nil {
+		o.opened()
+	}
+
+	p := sse.NewParser(body)
+	for {
+		if o.stopRead != nil {
+			select {
+			case <-o.stopRead:
+				return c.stall(ctx, conn, body, o)
+			default:
+			}
+		}
+		ev, err := p.Next()
+		now := time.Now()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			if errors.Is(err, sse.ErrEventTooLarge) || errors.Is(err, sse.ErrLineTooLong) {
+				continue
+			}
+			return fmt.Errorf("stream: %w", err)
+		}
+		if c.firstFrame.IsZero() {
+			c.firstFrame = now
+		}
+		if ev.Type == "resync" {
+			return fmt.Errorf("gateway sent event: resync: %s", ev.Data)
+		}
+		c.tr.frame(ev.ID, now)
+		sh.frames.Add(1)
+		if h := sh.hist.Load(); h != nil && o.measure {
+			if ts, ok := sendTime(ev.Data); ok {
+				h.Record(now.Sub(ts))
+			}
+		}
+	}
+}
+
+// stall stops reading, like a browser tab frozen by the OS, until o.check closes, then finds out whether
+// the gateway closed the stream meanwhile: it reads what is left for up to o.checkWait; an end of stream or a
+// reset means the gateway gave up on us, a timeout means the stream is still open.
+func (c *client) stall(ctx context.Context, conn net.Conn, body io.Reader, o connOpts) error {
+	select {
+	case <-o.check:
+	case <-ctx.Done():
+		return nil
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(o.checkWait))
+	_, err := io.Copy(io.Discard, body)
+	var ne net.Error
+	if timedOut := errors.As(err, &ne) && ne.Timeout(); ctx.Err() == nil && !timedOut {
+		c.closedByGW = true
+		c.closeErr = err
+	}
+	return nil
+}
+
+// readOpening reads the stream's opening block ("retry:" and "id:" lines, then a blank line) and returns
+// its id. The Parser does not report it (an id-only block dispatches no event), and without it the first
+// frame could not be checked.
+func readOpening(r *bufio.Reader) (string, error) {
+	id, haveID := "", false
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			return "", fmt.Errorf("opening block: %w", err)
+		}
+		line = trimEOL(line)
+		switch {
+		case line == "":
+			if haveID {
+				return id, nil
+			}
+		case len(line) >= 3 && line[:3] == "id:":
+			id, haveID = trimField(line[3:]), true
+		case len(line) >= 6 && line[:6] == "event:":
+			return "", fmt.Errorf("opening block: unexpected event %q before the opening id", trimField(line[6:]))
+		}
+	}
+}
+
+func trimEOL(s string) string {
+	for len(s) > 0 && (s[len(s)-1] == '\n' || s[len(s)-1] == '\r') {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+func trimField(s string) string {
+	if len(s) > 0 && s[0] == ' ' {
+		return s[1:]
+	}
+	return s
+}
+
+// valuePrefix starts every value the tool produces; the send time follows it.
+const valuePrefix = `{"ts":`
+
+// sendTime extracts the send timestamp (unix nanoseconds) from a value the tool produced, without a JSON
+// decoder: the tool writes "ts" first. Values of other producers are skipped.
+func sendTime(data string) (time.Time, bool) {
+	if len(data) < len(valuePrefix) || data[:len(valuePrefix)] != valuePrefix {
+		return time.Time{}, false
+	}
+	rest := data[len(valuePrefix):]
+	end := 0
+	for end < len(rest) && rest[end] >= '0' && rest[end] <= '9' {
+		end++
+	}
+	ns, err := strconv.ParseInt(rest[:end], 10, 64)
+	if err != nil {
+		return time.Time{}, false
+	}
+	return time.Unix(0, ns), true
+}

@@ -1,0 +1,168 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Modes of the tool (--mode).
+const (
+	modeSteady = "steady"
+	modeIdle   = "idle"
+	modeStorm  = "storm"
+	modeSlow   = "slow"
+)
+
+// maxConnections bounds --connections.
+const maxConnections = 10000
+
+// config is everything the flags say.
+type config struct {
+	Mode        string
+	URLs        []string // gateway base URLs, checked to be loopback
+	Topic       string
+	Brokers     []string // checked to be loopback
+	CreateTopic bool
+	Partitions  int
+	Connections int
+	Rate        float64 // records per second; 0 = as fast as possible
+	Duration    time.Duration
+	Size        int
+	Keys        int
+	GatewayPIDs []int
+	ConnectPar  int
+	ReadyWait   time.Duration
+	DrainWait   time.Duration
+	JSON        bool
+
+	StormConsume time.Duration
+	StormGap     time.Duration
+	StormWindow  time.Duration
+	StormCross   bool
+
+	SlowFraction float64
+	SlowAfter    time.Duration // zero means Duration/3
+	SlowRcvBuf   int
+	SlowCheck    time.Duration
+}
+
+// parseConfig reads the flags. It returns flag.ErrHelp for -h.
+func parseConfig(args []string, getenv func(string) string, out io.Writer) (config, error) {
+	var c config
+	fs := flag.NewFlagSet("loadtest", flag.ContinueOnError)
+	fs.SetOutput(out)
+	var urls, brokers, pids string
+	defBrokers := getenv("KAFKA_BROKERS")
+	if defBrokers == "" {
+		defBrokers = "127.0.0.1:9092"
+	}
+	fs.StringVar(&c.Mode, "mode", modeSteady, "scenario: steady, idle, storm or slow")
+	fs.StringVar(&urls, "url", "http://127.0.0.1:8080", "gateway base URLs, comma-separated; connection i goes to URL i mod n (loopback only)")
+	fs.StringVar(&c.Topic, "topic", "loadtest", "topic to produce to and stream")
+	fs.StringVar(&brokers, "brokers", defBrokers, "Kafka seed brokers, comma-separated (loopback only); default $KAFKA_BROKERS, else 127.0.0.1:9092")
+	fs.BoolVar(&c.CreateTopic, "create-topic", false, "create the topic (replication factor 1) if it does not exist")
+	fs.IntVar(&c.Partitions, "partitions", 3, "partitions of a topic created by --create-topic")
+	fs.IntVar(&c.Connections, "connections", 100, fmt.Sprintf("SSE connections to open, 1 to %d", maxConnections))
+	fs.Float64Var(&c.Rate, "rate", 100, "records produced per second; 0 means as fast as possible")
+	fs.DurationVar(&c.Duration, "duration", 10*time.Second, "how long to produce (steady, slow) or to hold the connections (idle)")
+	fs.IntVar(&c.Size, "size", 200, "bytes per record value (JSON, padded)")
+	fs.IntVar(&c.Keys, "keys", 1000, "distinct record keys, used round-robin")
+	fs.StringVar(&pids, "gateway-pid", "", "gateway process ids, comma-separated, for CPU seconds and RSS per connection from /proc")
+	fs.IntVar(&c.ConnectPar, "connect-concurrency", 64, "connections being opened at the same time")
+	fs.DurationVar(&c.ReadyWait, "ready-timeout", 60*time.Second, "how long to wait for every gateway's /readyz; 0 skips the check")
+	fs.DurationVar(&c.DrainWait, "drain-timeout", 15*time.Second, "after producing stops, how long clients get to receive everything")
+	fs.BoolVar(&c.JSON, "json", false, "after the summary line, print the full result as one JSON line")
+	fs.DurationVar(&c.StormConsume, "storm-consume", 3*time.Second, "storm: how long clients consume before they all disconnect")
+	fs.DurationVar(&c.StormGap, "storm-gap", 5*time.Second, "storm: how long records are produced while every client is away")
+	fs.DurationVar(&c.StormWindow, "storm-window", time.Second, "storm: window over which all clients reconnect, each at a random moment")
+	fs.BoolVar(&c.StormCross, "storm-cross", true, "storm: reconnect each client to the next gateway URL (another pod), not the one it left")
+	fs.Float64Var(&c.SlowFraction, "slow-fraction", 0.1, "slow: fraction of connections that stop reading")
+	fs.DurationVar(&c.SlowAfter, "slow-after", 0, "slow: when the slow connections stop reading; 0 means a third of --duration")
+	fs.IntVar(&c.SlowRcvBuf, "slow-rcvbuf", 4096, "slow: socket receive buffer of the slow connections, bytes (0: kernel default)")
+	fs.DurationVar(&c.SlowCheck, "slow-check", 3*time.Second, "slow: at the end, how long a slow connection reads what is left to see whether the gateway closed it")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	for u := range strings.SplitSeq(urls, ",") {
+		if u = strings.TrimSpace(u); u != "" {
+			c.URLs = append(c.URLs, strings.TrimSuffix(u, "/"))
+		}
+	}
+	for b := range strings.SplitSeq(brokers, ",") {
+		if b = strings.TrimSpace(b); b != "" {
+			c.Brokers = append(c.Brokers, b)
+		}
+	}
+	for p := range strings.SplitSeq(pids, ",") {
+		if p = strings.TrimSpace(p); p == "" {
+			continue
+		}
+		n, err := strconv.Atoi(p)
+		if err != nil || n <= 0 {
+			return c, fmt.Errorf("--gateway-pid: %q is not a process id", p)
+		}
+		c.GatewayPIDs = append(c.GatewayPIDs, n)
+	}
+	if c.SlowAfter == 0 {
+		c.SlowAfter = c.Duration / 3
+	}
+	return c, c.validate()
+}
+
+// validate checks the configuration, including the loopback-only rule.
+func (c config) validate() error {
+	switch c.Mode {
+	case modeSteady, modeIdle, modeStorm, modeSlow:
+	default:
+		return fmt.Errorf("--mode: want steady, idle, storm or slow, got %q", c.Mode)
+	}
+	if len(c.URLs) == 0 {
+		return errors.New("--url: at least one gateway URL is required")
+	}
+	for _, u := range c.URLs {
+		if _, err := checkGatewayURL(u); err != nil {
+			return err
+		}
+	}
+	if len(c.Brokers) == 0 {
+		return errors.New("--brokers: at least one broker is required")
+	}
+	for _, b := range c.Brokers {
+		if err := checkBroker(b); err != nil {
+			return err
+		}
+	}
+	checks := []struct {
+		bad  bool
+		what string
+	}{
+		{c.Topic == "" || url.PathEscape(c.Topic) != c.Topic, "--topic: a plain Kafka topic name is required"},
+		{c.Connections < 1 || c.Connections > maxConnections, fmt.Sprintf("--connections: want 1 to %d", maxConnections)},
+		{c.Rate < 0, "--rate: want 0 (as fast as possible) or more"},
+		{c.Duration <= 0, "--duration: want more than 0"},
+		{c.Size < 0 || c.Size > 1<<20, "--size: want 0 to 1MiB"},
+		{c.Keys < 1, "--keys: want at least 1"},
+		{c.Partitions < 1 || c.Partitions > 1000, "--partitions: want 1 to 1000"},
+		{c.ConnectPar < 1, "--connect-concurrency: want at least 1"},
+		{c.ReadyWait < 0 || c.DrainWait <= 0, "--ready-timeout and --drain-timeout: want more than 0"},
+		{c.StormConsume < 0 || c.StormGap < 0 || c.StormWindow < 0, "--storm-*: durations must not be negative"},
+		{c.SlowFraction <= 0 || c.SlowFraction >= 1, "--slow-fraction: want more than 0 and less than 1"},
+		{c.SlowAfter < 0 || c.SlowAfter >= c.Duration, "--slow-after: want less than --duration"},
+		{c.SlowRcvBuf < 0 || c.SlowCheck <= 0, "--slow-rcvbuf and --slow-check: want 0 or more, more than 0"},
+	}
+	for _, ch := range checks {
+		if ch.bad {
+			return errors.New(ch.what)
+		}
+	}
+	return nil
+}

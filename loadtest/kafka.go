@@ -1,0 +1,174 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// kafka is the tool's Kafka side: one producer client and an admin client on it.
+type kafka struct {
+	cl    *kgo.Client
+	adm   *kadm.Client
+	topic string
+}
+
+func newKafka(brokers []string, topic string) (*kafka, error) {
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(brokers...),
+		kgo.DefaultProduceTopic(topic),
+		kgo.ClientID("ssegate-loadtest"),
+		// Latency is measured from the moment a record is handed to the client, so do not hold records
+		// back to build bigger batches.
+		kgo.ProducerLinger(0),
+		kgo.MaxBufferedRecords(100_000),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("kafka client: %w", err)
+	}
+	return &kafka{cl: cl, adm: kadm.NewClient(cl), topic: topic}, nil
+}
+
+func (k *kafka) close() { k.cl.Close() }
+
+// ensureTopic creates the topic with partitions partitions (replication factor 1) unless it exists, and
+// waits until every partition has a leader.
+func (k *kafka) ensureTopic(ctx context.Context, partitions int32) (created bool, err error) {
+	resp, err := k.adm.CreateTopic(ctx, partitions, 1, nil, k.topic)
+	if err == nil {
+		err = resp.Err
+	}
+	switch {
+	case errors.Is(err, kerr.TopicAlreadyExists):
+	case err != nil:
+		return false, fmt.Errorf("create topic %s: %w", k.topic, err)
+	default:
+		created = true
+	}
+	for {
+		md, err := k.adm.Metadata(ctx, k.topic)
+		if err == nil {
+			if td, ok := md.Topics[k.topic]; ok && td.Err == nil && len(td.Partitions) > 0 {
+				ready := true
+				for _, p := range td.Partitions {
+					ready = ready && p.Err == nil && p.Leader >= 0
+				}
+				if ready {
+					return created, nil
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return created, fmt.Errorf("topic %s has no leaders yet: %w", k.topic, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// endOffsets returns the topic's high watermarks, indexed by partition.
+func (k *kafka) endOffsets(ctx context.Context) ([]int64, error) {
+	lo, err := k.adm.ListEndOffsets(ctx, k.topic)
+	if err != nil {
+		return nil, fmt.Errorf("list end offsets of %s: %w", k.topic, err)
+	}
+	if err := lo.Error(); err != nil {
+		return nil, fmt.Errorf("list end offsets of %s: %w", k.topic, err)
+	}
+	var ends []int64
+	lo.Each(func(o kadm.ListedOffset) {
+		for int(o.Partition) >= len(ends) {
+			ends = append(ends, 0)
+		}
+		ends[o.Partition] = o.Offset
+	})
+	if len(ends) == 0 {
+		return nil, fmt.Errorf("topic %s does not exist", k.topic)
+	}
+	return ends, nil
+}
+
+// warm produces one record synchronously, so that the producer has its connections, metadata and
+// producer id before anything is measured (the first record otherwise waits hundreds of milliseconds).
+func (k *kafka) warm(ctx context.Context) error {
+	r := &kgo.Record{Key: []byte("warm-up"), Value: makeValue(time.Now().UnixNano(), -1, 0)}
+	if err := k.cl.ProduceSync(ctx, r).FirstErr(); err != nil {
+		return fmt.Errorf("produce to %s: %w", k.topic, err)
+	}
+	return nil
+}
+
+// produceStats counts what the producer did.
+type produceStats struct {
+	sent    atomic.Int64 // handed to the client
+	acked   atomic.Int64 // acknowledged by Kafka
+	failed  atomic.Int64 // failed for good
+	lastErr atomic.Pointer[error]
+}
+
+// produce writes records at rate per second (0: as fast as the client takes them) until ctx ends, then
+// flushes. Each value is JSON {"ts":<unix nanos>,"seq":<n>,"pad":"..."} padded to size bytes; keys cycle
+// through keys distinct values.
+func (k *kafka) produce(ctx context.Context, rate float64, size, keys int, st *produceStats) {
+	start := time.Now()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	// Records are handed over with a context that stopping does not cancel: canceling it would fail the
+	// records still buffered, which were sent as far as the tool's clients can tell.
+	rctx := context.WithoutCancel(ctx)
+	var seq int64
+	done := func(_ *kgo.Record, err error) {
+		if err != nil {
+			st.failed.Add(1)
+			st.lastErr.Store(&err)
+			return
+		}
+		st.acked.Add(1)
+	}
+	for ctx.Err() == nil {
+		n := int64(256) // as fast as possible: the client blocks when its buffer is full
+		if rate > 0 {
+			n = int64(rate*time.Since(start).Seconds()) - seq
+			if n <= 0 {
+				select {
+				case <-ctx.Done():
+				case <-tick.C:
+				}
+				continue
+			}
+		}
+		for ; n > 0 && ctx.Err() == nil; n-- {
+			r := &kgo.Record{
+				Key:   []byte("k-" + strconv.Itoa(int(seq%int64(keys)))),
+				Value: makeValue(time.Now().UnixNano(), seq, size),
+			}
+			k.cl.Produce(rctx, r, done)
+			seq++
+			st.sent.Add(1)
+		}
+	}
+	fctx, cancel := context.WithTimeout(rctx, 30*time.Second)
+	defer cancel()
+	_ = k.cl.Flush(fctx)
+}
+
+// makeValue returns the JSON value for one record, padded with "x" to size bytes when it is shorter.
+func makeValue(tsNanos, seq int64, size int) []byte {
+	b := make([]byte, 0, max(size, 64))
+	b = append(b, valuePrefix...)
+	b = strconv.AppendInt(b, tsNanos, 10)
+	b = append(b, `,"seq":`...)
+	b = strconv.AppendInt(b, seq, 10)
+	b = append(b, `,"pad":"`...)
+	for len(b) < size-2 {
+		b = append(b, 'x')
+	}
+	return append(b, `"}`...)
+}

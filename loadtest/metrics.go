@@ -1,0 +1,153 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// sample is one line of the Prometheus text format.
+type sample struct {
+	name   string
+	labels map[string]string
+	value  float64
+}
+
+// parseMetrics reads the Prometheus text exposition format. It understands what the gateway writes (no
+// escaped quotes or commas inside label values) and skips lines it cannot read.
+func parseMetrics(r io.Reader) ([]sample, error) {
+	var out []sample
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		s := sample{labels: map[string]string{}}
+		var rest string
+		if i := strings.IndexByte(line, '{'); i >= 0 {
+			j := strings.LastIndexByte(line, '}')
+			if j < i {
+				continue
+			}
+			s.name, rest = line[:i], strings.TrimSpace(line[j+1:])
+			for kv := range strings.SplitSeq(line[i+1:j], ",") {
+				k, v, ok := strings.Cut(kv, "=")
+				if ok {
+					s.labels[strings.TrimSpace(k)] = strings.Trim(strings.TrimSpace(v), `"`)
+				}
+			}
+		} else {
+			name, r, ok := strings.Cut(line, " ")
+			if !ok {
+				continue
+			}
+			s.name, rest = name, strings.TrimSpace(r)
+		}
+		if f := strings.Fields(rest); len(f) > 0 { // value, then an optional timestamp
+			v, err := strconv.ParseFloat(f[0], 64)
+			if err != nil {
+				continue
+			}
+			s.value = v
+			out = append(out, s)
+		}
+	}
+	return out, sc.Err()
+}
+
+// sumMetric adds the values of the samples named name whose labels include every pair in match.
+func sumMetric(ss []sample, name string, match map[string]string) float64 {
+	var sum float64
+	for _, s := range ss {
+		if s.name != name {
+			continue
+		}
+		ok := true
+		for k, v := range match {
+			ok = ok && s.labels[k] == v
+		}
+		if ok {
+			sum += s.value
+		}
+	}
+	return sum
+}
+
+// gatewayCounters are the gateway metrics the tool reports, summed over gateways.
+type gatewayCounters struct {
+	ReplayReads    float64 `json:"replay_reads"`
+	ResumesRing    float64 `json:"resumes_ring"`
+	ResumesKafka   float64 `json:"resumes_kafka"`
+	ClosedWrite    float64 `json:"closed_write_failed"`
+	ClosedBehind   float64 `json:"closed_behind"`
+	ClosedClient   float64 `json:"closed_client_gone"`
+	FramesWritten  float64 `json:"frames_written"`
+	Resyncs        float64 `json:"resyncs"`
+	ConnectionsNow float64 `json:"connections_open"`
+}
+
+func (a gatewayCounters) sub(b gatewayCounters) gatewayCounters {
+	return gatewayCounters{
+		ReplayReads: a.ReplayReads - b.ReplayReads, ResumesRing: a.ResumesRing - b.ResumesRing,
+		ResumesKafka: a.ResumesKafka - b.ResumesKafka, ClosedWrite: a.ClosedWrite - b.ClosedWrite,
+		ClosedBehind: a.ClosedBehind - b.ClosedBehind, ClosedClient: a.ClosedClient - b.ClosedClient,
+		FramesWritten: a.FramesWritten - b.FramesWritten, Resyncs: a.Resyncs - b.Resyncs,
+		ConnectionsNow: a.ConnectionsNow,
+	}
+}
+
+func countersOf(ss []sample, topic string) gatewayCounters {
+	t := map[string]string{"topic": topic}
+	with := func(k, v string) map[string]string { return map[string]string{"topic": topic, k: v} }
+	return gatewayCounters{
+		ReplayReads:    sumMetric(ss, "ssegate_replay_reads_total", nil), // the replay pool is shared by topics
+		ResumesRing:    sumMetric(ss, "ssegate_resumes_total", with("source", "ring")),
+		ResumesKafka:   sumMetric(ss, "ssegate_resumes_total", with("source", "kafka")),
+		ClosedWrite:    sumMetric(ss, "ssegate_connections_closed_total", with("reason", "write_failed")),
+		ClosedBehind:   sumMetric(ss, "ssegate_connections_closed_total", with("reason", "behind")),
+		ClosedClient:   sumMetric(ss, "ssegate_connections_closed_total", with("reason", "client_gone")),
+		FramesWritten:  sumMetric(ss, "ssegate_frames_written_total", t),
+		Resyncs:        sumMetric(ss, "ssegate_resyncs_total", t),
+		ConnectionsNow: sumMetric(ss, "ssegate_connections_open", t),
+	}
+}
+
+// scrapeAll reads /metrics of every gateway and sums the counters for topic.
+func scrapeAll(ctx context.Context, hc *http.Client, bases []string, topic string) (gatewayCounters, error) {
+	var sum gatewayCounters
+	for _, base := range bases {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", http.NoBody)
+		if err != nil {
+			return sum, err
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			return sum, fmt.Errorf("scrape %s: %w", base, err)
+		}
+		ss, err := parseMetrics(resp.Body)
+		_ = resp.Body.Close()
+		if err != nil {
+			return sum, fmt.Errorf("scrape %s: %w", base, err)
+		}
+		if resp.StatusCode != http.StatusOK {
+			return sum, fmt.Errorf("scrape %s: status %d", base, resp.StatusCode)
+		}
+		c := countersOf(ss, topic)
+		sum.ReplayReads += c.ReplayReads
+		sum.ResumesRing += c.ResumesRing
+		sum.ResumesKafka += c.ResumesKafka
+		sum.ClosedWrite += c.ClosedWrite
+		sum.ClosedBehind += c.ClosedBehind
+		sum.ClosedClient += c.ClosedClient
+		sum.FramesWritten += c.FramesWritten
+		sum.Resyncs += c.Resyncs
+		sum.ConnectionsNow += c.ConnectionsNow
+	}
+	return sum, nil
+}

@@ -1,0 +1,32 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParseMetrics(t *testing.T) {
+	const text = `# HELP ssegate_resumes_total Resumes
+# TYPE ssegate_resumes_total counter
+ssegate_resumes_total{source="kafka",topic="loadtest"} 7
+ssegate_resumes_total{source="ring",topic="loadtest"} 93
+ssegate_resumes_total{source="ring",topic="other"} 1000
+ssegate_replay_reads_total 3
+ssegate_connections_closed_total{reason="write_failed",topic="loadtest"} 2 1700000000000
+ssegate_connections_open{topic="loadtest"} 100
+go_gc_duration_seconds{quantile="0.5"} 1.5e-05
+broken line
+`
+	ss, err := parseMetrics(strings.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := countersOf(ss, "loadtest")
+	want := gatewayCounters{ReplayReads: 3, ResumesRing: 93, ResumesKafka: 7, ClosedWrite: 2, ConnectionsNow: 100}
+	if got != want {
+		t.Fatalf("counters = %+v, want %+v", got, want)
+	}
+	if v := sumMetric(ss, "go_gc_duration_seconds", nil); v != 1.5e-05 {
+		t.Fatalf("float value = %v", v)
+	}
+}

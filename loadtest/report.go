@@ -1,0 +1,190 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// latency is a distribution summary, in the JSON output as milliseconds.
+type latency struct {
+	Count int64   `json:"count"`
+	P50   float64 `json:"p50_ms"`
+	P99   float64 `json:"p99_ms"`
+	P999  float64 `json:"p999_ms"`
+	Max   float64 `json:"max_ms"`
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func latencyOf(h *histogram) *latency {
+	if h.Count() == 0 {
+		return nil
+	}
+	return &latency{
+		Count: h.Count(), P50: ms(h.Quantile(0.5)), P99: ms(h.Quantile(0.99)),
+		P999: ms(h.Quantile(0.999)), Max: ms(h.Max()),
+	}
+}
+
+// badConn describes one connection that lost or duplicated records.
+type badConn struct {
+	Conn   int           `json:"conn"`
+	Counts trackerCounts `json:"counts"`
+	LastID string        `json:"last_id"`
+	Err    string        `json:"error,omitempty"`
+}
+
+// result is what a run found. Zero fields did not apply to the mode.
+type result struct {
+	Mode        string  `json:"mode"`
+	Topic       string  `json:"topic"`
+	Connections int     `json:"connections"`
+	Opened      int     `json:"opened"`
+	Rate        float64 `json:"rate"`
+	Size        int     `json:"size"`
+
+	Elapsed          time.Duration `json:"-"`
+	ElapsedSeconds   float64       `json:"elapsed_s"`
+	OpenTime         time.Duration `json:"-"`
+	OpenSeconds      float64       `json:"open_s,omitempty"`
+	Produced         int64         `json:"produced"`
+	ProduceFailed    int64         `json:"produce_failed"`
+	Delivered        int64         `json:"delivered"`
+	DeliveriesPerSec float64       `json:"deliveries_per_s"`
+	Latency          *latency      `json:"latency,omitempty"`
+
+	Lost            int64     `json:"lost"`
+	Dup             int64     `json:"duplicated"`
+	BadIDs          int64     `json:"bad_ids"`
+	MaxLostPerConn  int64     `json:"max_lost_per_conn"`
+	MaxDupPerConn   int64     `json:"max_dup_per_conn"`
+	ConnsWithErrors int       `json:"conns_with_loss_or_dup"`
+	ConnErrors      int64     `json:"conn_errors"`
+	Bad             []badConn `json:"bad_conns,omitempty"`
+	Errors          []string  `json:"errors,omitempty"`
+
+	GatewayCPUSeconds float64 `json:"gateway_cpu_s"`
+	RSSBeforeBytes    int64   `json:"gateway_rss_before_bytes,omitempty"`
+	RSSAfterBytes     int64   `json:"gateway_rss_after_bytes,omitempty"`
+	RSSPerConnBytes   float64 `json:"gateway_rss_per_conn_bytes,omitempty"`
+
+	// storm
+	Reopened       int              `json:"reopened,omitempty"`
+	Served         int              `json:"served,omitempty"`
+	TimeToServeAll time.Duration    `json:"-"`
+	ServeAllSecs   float64          `json:"time_to_serve_all_s,omitempty"`
+	Resume         *latency         `json:"resume_latency,omitempty"`
+	Gateway        *gatewayCounters `json:"gateway_metrics_delta,omitempty"`
+
+	// slow
+	Slow             int      `json:"slow,omitempty"`
+	SlowClosed       int      `json:"slow_closed_by_gateway,omitempty"`
+	LatencyAfterSlow *latency `json:"latency_after_slow,omitempty"`
+
+	OK       bool     `json:"ok"`
+	Failures []string `json:"failures,omitempty"`
+}
+
+// judge fills OK and Failures: what a correct gateway must never do.
+func (r *result) judge(cfg config) {
+	fail := func(format string, args ...any) { r.Failures = append(r.Failures, fmt.Sprintf(format, args...)) }
+	if r.Opened < r.Connections {
+		fail("%d of %d connections did not open", r.Connections-r.Opened, r.Connections)
+	}
+	if cfg.Mode != modeIdle {
+		if r.Lost > 0 {
+			fail("%d records lost over %d connections", r.Lost, r.ConnsWithErrors)
+		}
+		if r.Dup > 0 {
+			fail("%d records duplicated", r.Dup)
+		}
+		if r.BadIDs > 0 {
+			fail("%d malformed ids", r.BadIDs)
+		}
+		if r.ProduceFailed > 0 {
+			fail("%d records failed to produce", r.ProduceFailed)
+		}
+	}
+	if r.ConnErrors > 0 {
+		fail("%d connections failed", r.ConnErrors)
+	}
+	if cfg.Mode == modeStorm && r.Served < r.Connections {
+		fail("%d of %d clients were not served what they missed within %v", r.Connections-r.Served, r.Connections, cfg.DrainWait)
+	}
+	r.OK = len(r.Failures) == 0
+}
+
+func fmtLatency(b *strings.Builder, prefix string, l *latency) {
+	if l == nil {
+		fmt.Fprintf(b, " %sp50=- %sp99=-", prefix, prefix)
+		return
+	}
+	fmt.Fprintf(b, " %sp50=%.2fms %sp99=%.2fms %sp999=%.2fms %smax=%.2fms", prefix, l.P50, prefix, l.P99, prefix, l.P999, prefix, l.Max)
+}
+
+// summary is the one-line result.
+func (r *result) summary() string {
+	var b strings.Builder
+	status := "ok"
+	if !r.OK {
+		status = "FAIL"
+	}
+	fmt.Fprintf(&b, "loadtest mode=%s result=%s conns=%d/%d", r.Mode, status, r.Opened, r.Connections)
+	if r.Mode != modeIdle {
+		fmt.Fprintf(&b, " elapsed=%.1fs produced=%d delivered=%d", r.Elapsed.Seconds(), r.Produced, r.Delivered)
+	}
+	switch r.Mode {
+	case modeSteady:
+		fmt.Fprintf(&b, " deliveries/s=%.0f", r.DeliveriesPerSec)
+		fmtLatency(&b, "", r.Latency)
+	case modeStorm:
+		fmt.Fprintf(&b, " reopened=%d served=%d time_to_serve_all=%.3fs", r.Reopened, r.Served, r.TimeToServeAll.Seconds())
+		fmtLatency(&b, "resume_", r.Resume)
+		if g := r.Gateway; g != nil {
+			fmt.Fprintf(&b, " replay_reads=+%.0f resumes_ring=+%.0f resumes_kafka=+%.0f", g.ReplayReads, g.ResumesRing, g.ResumesKafka)
+		}
+	case modeSlow:
+		fmtLatency(&b, "before_", r.Latency)
+		fmtLatency(&b, "after_", r.LatencyAfterSlow)
+		fmt.Fprintf(&b, " slow=%d slow_closed=%d", r.Slow, r.SlowClosed)
+		if g := r.Gateway; g != nil {
+			fmt.Fprintf(&b, " closed_write_failed=+%.0f closed_behind=+%.0f", g.ClosedWrite, g.ClosedBehind)
+		}
+	case modeIdle:
+		fmt.Fprintf(&b, " open_time=%.2fs", r.OpenTime.Seconds())
+	}
+	if r.Mode != modeIdle {
+		fmt.Fprintf(&b, " lost=%d dup=%d max_lost/conn=%d max_dup/conn=%d", r.Lost, r.Dup, r.MaxLostPerConn, r.MaxDupPerConn)
+	}
+	fmt.Fprintf(&b, " conn_errors=%d", r.ConnErrors)
+	if r.RSSAfterBytes > 0 {
+		fmt.Fprintf(&b, " gateway_rss=%.1fMiB rss/conn=%.1fKiB", float64(r.RSSAfterBytes)/(1<<20), r.RSSPerConnBytes/1024)
+	}
+	if r.GatewayCPUSeconds > 0 {
+		fmt.Fprintf(&b, " gateway_cpu=%.2fs", r.GatewayCPUSeconds)
+	}
+	return b.String()
+}
+
+// write prints the failures (one a line, to errw), the summary line and, with asJSON, the JSON line.
+func (r *result) write(out, errw io.Writer, asJSON bool) error {
+	for _, f := range r.Failures {
+		_, _ = fmt.Fprintln(errw, "loadtest: check failed:", f)
+	}
+	for _, e := range r.Errors {
+		_, _ = fmt.Fprintln(errw, "loadtest:", e)
+	}
+	if _, err := fmt.Fprintln(out, r.summary()); err != nil {
+		return err
+	}
+	if !asJSON {
+		return nil
+	}
+	r.ElapsedSeconds = r.Elapsed.Seconds()
+	r.OpenSeconds = r.OpenTime.Seconds()
+	r.ServeAllSecs = r.TimeToServeAll.Seconds()
+	return json.NewEncoder(out).Encode(r)
+}

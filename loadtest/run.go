@@ -1,0 +1,397 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// runner holds one run's state.
+type runner struct {
+	cfg     config
+	k       *kafka
+	hc      *http.Client // for /readyz and /metrics only; streams use raw connections
+	sh      shared
+	clients []*client
+	prod    produceStats
+	res     result
+}
+
+// streamURL is the stream URL of connection i on gateway base.
+func (r *runner) streamURL(base string) string {
+	u := base + "/streams/" + r.cfg.Topic
+	if r.cfg.Mode == modeIdle {
+		u += "?heartbeat=0"
+	}
+	return u
+}
+
+func run(ctx context.Context, cfg config) (result, error) {
+	r := &runner{cfg: cfg, hc: &http.Client{Timeout: 10 * time.Second}}
+	r.res = result{Mode: cfg.Mode, Connections: cfg.Connections, Rate: cfg.Rate, Size: cfg.Size, Topic: cfg.Topic}
+	if err := raiseNoFile(uint64(cfg.Connections) + 256); err != nil {
+		return r.res, err
+	}
+	k, err := newKafka(cfg.Brokers, cfg.Topic)
+	if err != nil {
+		return r.res, err
+	}
+	defer k.close()
+	r.k = k
+	if cfg.CreateTopic {
+		tctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+		_, err := k.ensureTopic(tctx, int32(cfg.Partitions))
+		cancel()
+		if err != nil {
+			return r.res, err
+		}
+	}
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	err = k.warm(wctx)
+	cancel()
+	if err != nil {
+		return r.res, err
+	}
+	if err := r.waitReady(ctx); err != nil {
+		return r.res, err
+	}
+	r.clients = make([]*client, cfg.Connections)
+	for i := range r.clients {
+		r.clients[i] = &client{n: i}
+	}
+	switch cfg.Mode {
+	case modeSteady:
+		err = r.steady(ctx)
+	case modeIdle:
+		err = r.idle(ctx)
+	case modeStorm:
+		err = r.storm(ctx)
+	case modeSlow:
+		err = r.slow(ctx)
+	}
+	return r.res, err
+}
+
+// raiseNoFile raises the soft RLIMIT_NOFILE to at least n, up to the hard limit.
+func raiseNoFile(n uint64) error {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		return fmt.Errorf("getrlimit: %w", err)
+	}
+	if lim.Cur >= n {
+		return nil
+	}
+	if lim.Max < n {
+		return fmt.Errorf("need %d open files, the hard limit is %d (raise it with ulimit -Hn as root)", n, lim.Max)
+	}
+	lim.Cur = n
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		return fmt.Errorf("setrlimit to %d: %w", n, err)
+	}
+	return nil
+}
+
+// waitReady polls every gateway's /readyz until it answers 200.
+func (r *runner) waitReady(ctx context.Context) error {
+	if r.cfg.ReadyWait == 0 {
+		return nil
+	}
+	deadline := time.Now().Add(r.cfg.ReadyWait)
+	for _, base := range r.cfg.URLs {
+		for {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/readyz", http.NoBody)
+			if err != nil {
+				return err
+			}
+			resp, err := r.hc.Do(req)
+			if err == nil {
+				_ = resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					break
+				}
+				err = fmt.Errorf("status %d", resp.StatusCode)
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("gateway %s not ready after %v: %w", base, r.cfg.ReadyWait, err)
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(250 * time.Millisecond):
+			}
+		}
+	}
+	return nil
+}
+
+// group is a set of running streams with their cancel and join.
+type group struct {
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// stop ends every stream of g and waits for their goroutines.
+func (g *group) stop() {
+	g.cancel()
+	g.wg.Wait()
+}
+
+// connect starts one stream per client (opts gives each one's options; delay each one's start) and waits
+// until every stream has read its opening block or failed. It returns the streams' group and how many opened.
+func (r *runner) connect(ctx context.Context, opts func(i int) connOpts, delay func(i int) time.Duration) (*group, int, error) {
+	gctx, cancel := context.WithCancel(ctx)
+	g := &group{cancel: cancel}
+	var settled, opened atomic.Int64
+	sem := make(chan struct{}, r.cfg.ConnectPar)
+	for i, c := range r.clients {
+		o := opts(i)
+		g.wg.Go(func() {
+			if d := delay(i); d > 0 {
+				select {
+				case <-gctx.Done():
+					settled.Add(1)
+					return
+				case <-time.After(d):
+				}
+			}
+			sem <- struct{}{}
+			var once sync.Once
+			settle := func() { once.Do(func() { <-sem; settled.Add(1) }) }
+			user := o.opened
+			o.opened = func() {
+				opened.Add(1)
+				settle()
+				if user != nil {
+					user()
+				}
+			}
+			err := c.stream(gctx, &r.sh, o)
+			settle()
+			c.err = err // read only after the group is joined
+			if err != nil {
+				c.failed.Store(true)
+				r.sh.connErrs.Add(1)
+			}
+		})
+	}
+	timeout := 30*time.Second + time.Duration(len(r.clients))*5*time.Millisecond
+	timeout += r.cfg.StormWindow // the delays of a storm's reconnects
+	deadline := time.Now().Add(timeout)
+	for settled.Load() < int64(len(r.clients)) {
+		if time.Now().After(deadline) {
+			g.stop()
+			return nil, int(opened.Load()), fmt.Errorf("only %d of %d connections opened within %v", opened.Load(), len(r.clients), timeout)
+		}
+		select {
+		case <-ctx.Done():
+			g.stop()
+			return nil, int(opened.Load()), ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	return g, int(opened.Load()), nil
+}
+
+func noDelay(int) time.Duration { return 0 }
+
+// procs samples the gateway processes; zero when no pid was given.
+func (r *runner) procs() (procSample, error) {
+	if len(r.cfg.GatewayPIDs) == 0 {
+		return procSample{}, nil
+	}
+	return sampleProcs("/proc", r.cfg.GatewayPIDs)
+}
+
+// waitCaughtUp waits until every listed client has everything below the topic's end offsets, or the drain
+// timeout passes, and returns those end offsets.
+func (r *runner) waitCaughtUp(ctx context.Context, cs []*client) ([]int64, error) {
+	ends, err := r.k.endOffsets(ctx)
+	if err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(r.cfg.DrainWait)
+	for {
+		all := true
+		for _, c := range cs {
+			if !c.failed.Load() && !c.tr.caughtUp(ends) {
+				all = false
+				break
+			}
+		}
+		if all || time.Now().After(deadline) {
+			return ends, nil
+		}
+		select {
+		case <-ctx.Done():
+			return ends, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// account adds the clients' loss and duplicate counts to the result, after finish.
+func (r *runner) account(cs []*client, ends []int64) {
+	for _, c := range cs {
+		c.tr.finish(ends)
+		n := c.tr.counts()
+		r.res.Delivered += n.Delivered
+		r.res.Lost += n.Lost
+		r.res.Dup += n.Dup
+		r.res.BadIDs += n.BadIDs
+		if n.Lost > 0 || n.Dup > 0 || n.BadIDs > 0 {
+			r.res.ConnsWithErrors++
+			if len(r.res.Bad) < 20 {
+				r.res.Bad = append(r.res.Bad, badConn{Conn: c.n, Counts: n, LastID: c.tr.last(), Err: errString(c.err)})
+			}
+		}
+		r.res.MaxLostPerConn = max(r.res.MaxLostPerConn, n.Lost)
+		r.res.MaxDupPerConn = max(r.res.MaxDupPerConn, n.Dup)
+		if c.err != nil && len(r.res.Errors) < 10 {
+			r.res.Errors = append(r.res.Errors, fmt.Sprintf("conn %d: %v", c.n, c.err))
+		}
+	}
+}
+
+// produced records the producer's counts in the result.
+func (r *runner) produced() {
+	r.res.Produced, r.res.ProduceFailed = r.prod.acked.Load(), r.prod.failed.Load()
+	if e := r.prod.lastErr.Load(); e != nil {
+		r.res.Errors = append(r.res.Errors, fmt.Sprintf("produce: %v", *e))
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// startProducer produces until the returned stop function is called; stop waits for the producer's flush.
+func (r *runner) startProducer(ctx context.Context) (stop func()) {
+	pctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.k.produce(pctx, r.cfg.Rate, r.cfg.Size, r.cfg.Keys, &r.prod)
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
+// measureRSS records the gateways' RSS per open connection, from a sample taken before connecting.
+func (r *runner) measureRSS(before procSample, opened int) error {
+	if len(r.cfg.GatewayPIDs) == 0 || opened == 0 {
+		return nil
+	}
+	after, err := r.procs()
+	if err != nil {
+		return err
+	}
+	r.res.RSSBeforeBytes = before.RSSBytes
+	r.res.RSSAfterBytes = after.RSSBytes
+	r.res.RSSPerConnBytes = float64(after.RSSBytes-before.RSSBytes) / float64(opened)
+	return nil
+}
+
+// steady: N connections, records at the rate for the duration; latency, throughput and loss.
+func (r *runner) steady(ctx context.Context) error {
+	before, err := r.procs()
+	if err != nil {
+		return err
+	}
+	g, opened, err := r.connect(ctx, func(i int) connOpts {
+		return connOpts{url: r.streamURL(r.cfg.URLs[i%len(r.cfg.URLs)]), measure: true}
+	}, noDelay)
+	r.res.Opened = opened
+	if err != nil {
+		return err
+	}
+	defer g.stop()
+	if err := r.measureRSS(before, opened); err != nil {
+		return err
+	}
+	var h histogram
+	r.sh.hist.Store(&h)
+	p0, err := r.procs()
+	if err != nil {
+		return err
+	}
+	f0, t0 := r.sh.frames.Load(), time.Now()
+	stop := r.startProducer(ctx)
+	sleep(ctx, r.cfg.Duration)
+	stop()
+	f1, t1 := r.sh.frames.Load(), time.Now()
+	ends, err := r.waitCaughtUp(ctx, r.clients)
+	if err != nil {
+		return err
+	}
+	p1, err := r.procs()
+	if err != nil {
+		return err
+	}
+	g.stop()
+	r.res.Elapsed = t1.Sub(t0)
+	r.res.DeliveriesPerSec = float64(f1-f0) / t1.Sub(t0).Seconds()
+	r.res.GatewayCPUSeconds = p1.CPUSeconds - p0.CPUSeconds
+	r.res.Latency = latencyOf(&h)
+	r.produced()
+	r.res.ConnErrors = r.sh.connErrs.Load()
+	r.account(r.clients, ends)
+	return nil
+}
+
+// idle: N connections without traffic or heartbeats; RSS per connection once they are all open.
+func (r *runner) idle(ctx context.Context) error {
+	before, err := r.procs()
+	if err != nil {
+		return err
+	}
+	t0 := time.Now()
+	g, opened, err := r.connect(ctx, func(i int) connOpts {
+		return connOpts{url: r.streamURL(r.cfg.URLs[i%len(r.cfg.URLs)]), measure: true}
+	}, noDelay)
+	r.res.Opened = opened
+	if err != nil {
+		return err
+	}
+	defer g.stop()
+	r.res.OpenTime = time.Since(t0)
+	sleep(ctx, r.cfg.Duration) // let the gateway settle (GC, buffers) before measuring
+	if err := r.measureRSS(before, opened); err != nil {
+		return err
+	}
+	after, err := r.procs()
+	if err != nil {
+		return err
+	}
+	r.res.GatewayCPUSeconds = after.CPUSeconds - before.CPUSeconds
+	r.res.Elapsed = time.Since(t0)
+	r.res.ConnErrors = r.sh.connErrs.Load()
+	return nil
+}
+
+// sleep waits for d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// jitter returns a random duration in [0, d).
+func jitter(d time.Duration) time.Duration {
+	if d <= 0 {
+		return 0
+	}
+	return rand.N(d) //nolint:gosec // spreading reconnects needs no cryptographic randomness
+}

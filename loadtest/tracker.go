@@ -1,0 +1,184 @@
+package main
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/ssegate/ssegate/pkg/position"
+)
+
+// tracker checks one client's stream for loss and duplication using the position ids alone.
+//
+// The tool's producer is not transactional, so a partition's offsets are contiguous: a complete stream
+// advances the id vector by exactly one offset in exactly one partition per frame. The tracker keeps, per
+// partition, the highest offset the client has been given (high). For each frame it sums how far the id
+// moved past high over all partitions (adv):
+//
+//   - adv == 1: one new record, delivered;
+//   - adv == k > 1: one record delivered and k-1 records skipped (lost);
+//   - adv == 0: nothing new, the frame repeats something the client already had (duplicate).
+//
+// Records still owed at the end (below the topic's end offsets) are counted as lost by finish. A resume's
+// opening id that is ahead of high skips records (lost); one behind high makes the replayed frames count
+// as duplicates.
+//
+// A tracker is written by its connection's goroutine and read by the coordinator, so every method locks mu.
+type tracker struct {
+	mu        sync.Mutex
+	started   bool
+	high      []int64 // per partition, -1 = nothing seen
+	lastID    string
+	delivered int64
+	lost      int64
+	dup       int64
+	bad       int64 // frames whose id did not parse
+
+	target    []int64   // when set, reachedAt is stamped once high covers target
+	reachedAt time.Time // zero until target is reached
+}
+
+func (t *tracker) offset(p int32) int64 {
+	if int(p) < len(t.high) {
+		return t.high[p]
+	}
+	return -1
+}
+
+// raise moves high[p] to off if that is ahead, and returns by how many offsets it moved.
+func (t *tracker) raise(p int32, off int64) int64 {
+	for int(p) >= len(t.high) {
+		t.high = append(t.high, -1)
+	}
+	if off <= t.high[p] {
+		return 0
+	}
+	adv := off - t.high[p]
+	t.high[p] = off
+	return adv
+}
+
+// open takes the id of a stream's opening block. The first one sets the starting position: everything after
+// it is owed. Later ones (resumes) are checked against what the client had.
+func (t *tracker) open(id string, now time.Time) error {
+	v, err := position.Parse(id)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err != nil {
+		t.bad++
+		return fmt.Errorf("opening id %q: %w", id, err)
+	}
+	t.lastID = id
+	var adv int64
+	for i := range v.Len() {
+		e := v.At(i)
+		adv += t.raise(e.Partition, e.Offset)
+	}
+	if t.started {
+		t.lost += adv
+	}
+	t.started = true
+	t.checkTarget(now)
+	return nil
+}
+
+// frame accounts for one event with the given id.
+func (t *tracker) frame(id string, now time.Time) {
+	v, err := position.Parse(id)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err != nil {
+		t.bad++
+		return
+	}
+	t.lastID = id
+	var adv int64
+	for i := range v.Len() {
+		e := v.At(i)
+		adv += t.raise(e.Partition, e.Offset)
+	}
+	if adv == 0 {
+		t.dup++
+	} else {
+		t.delivered++
+		t.lost += adv - 1
+	}
+	t.checkTarget(now)
+}
+
+// checkTarget stamps reachedAt when high covers target. The caller holds mu.
+func (t *tracker) checkTarget(now time.Time) {
+	if t.target == nil || !t.reachedAt.IsZero() {
+		return
+	}
+	for p, end := range t.target {
+		if t.offset(int32(p)) < end-1 {
+			return
+		}
+	}
+	t.reachedAt = now
+}
+
+// setTarget sets the end offsets (next offset per partition) the client must reach, and clears reachedAt.
+func (t *tracker) setTarget(ends []int64, now time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.target = ends
+	t.reachedAt = time.Time{}
+	t.checkTarget(now)
+}
+
+// reached returns when the target was reached, or the zero time.
+func (t *tracker) reached() time.Time {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.reachedAt
+}
+
+// caughtUp reports whether high covers ends (next offset per partition).
+func (t *tracker) caughtUp(ends []int64) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for p, end := range ends {
+		if t.offset(int32(p)) < end-1 {
+			return false
+		}
+	}
+	return true
+}
+
+// finish counts the records below ends (next offset per partition) that the client never got as lost.
+// It is called once, after the stream has stopped.
+func (t *tracker) finish(ends []int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.started {
+		return
+	}
+	for p, end := range ends {
+		if h := t.offset(int32(p)); h < end-1 {
+			t.lost += end - 1 - h
+		}
+	}
+}
+
+// trackerCounts is a snapshot of a tracker's counters.
+type trackerCounts struct {
+	Delivered int64 `json:"delivered"`
+	Lost      int64 `json:"lost"`
+	Dup       int64 `json:"duplicated"`
+	BadIDs    int64 `json:"bad_ids"`
+}
+
+func (t *tracker) counts() trackerCounts {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return trackerCounts{Delivered: t.delivered, Lost: t.lost, Dup: t.dup, BadIDs: t.bad}
+}
+
+// last returns the last id the client got (the one to resume from).
+func (t *tracker) last() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.lastID
+}
