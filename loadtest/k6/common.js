@@ -1,0 +1,95 @@
+// Shared helpers of the k6 scripts: position ids and the load tool's value format.
+
+// parseID turns "v1:0-12.1-7" into {0: 12, 1: 7}; null for anything else.
+export function parseID(id) {
+  if (typeof id !== "string" || !id.startsWith("v1:")) {
+    return null;
+  }
+  const out = {};
+  const body = id.slice(3);
+  if (body === "") {
+    return out;
+  }
+  for (const entry of body.split(".")) {
+    const [p, o] = entry.split("-");
+    out[Number(p)] = Number(o);
+  }
+  return out;
+}
+
+// Positions follows one client's stream and counts lost and duplicated records from the ids alone, as the
+// Go tool does: each frame must move the vector by exactly one offset in one partition. Offsets of a topic
+// written by transactional producers have gaps (commit markers), which this counts as lost.
+export class Positions {
+  constructor() {
+    this.high = {};
+    this.lost = 0;
+    this.dup = 0;
+    this.delivered = 0;
+    this.seen = false;
+  }
+
+  // advance raises the known position to id and returns by how many offsets it moved.
+  advance(id) {
+    const v = parseID(id);
+    if (v === null) {
+      return -1;
+    }
+    let adv = 0;
+    for (const [p, off] of Object.entries(v)) {
+      const h = p in this.high ? this.high[p] : -1;
+      if (off > h) {
+        adv += off - h;
+        this.high[p] = off;
+      }
+    }
+    return adv;
+  }
+
+  // event accounts for one event. An event without data is an id-only block (the opening position of a
+  // stream, if the extension reports it): moving past what the client had there skips records. The first
+  // event a client sees sets its starting position.
+  event(ev) {
+    if (!this.seen) {
+      this.seen = true;
+      this.advance(ev.id);
+      if (ev.data) {
+        this.delivered++;
+      }
+      return;
+    }
+    if (!ev.data) {
+      this.lost += Math.max(this.advance(ev.id), 0);
+      return;
+    }
+    this.frame(ev.id);
+  }
+
+  // frame accounts for one frame that carries a record.
+  frame(id) {
+    const adv = this.advance(id);
+    if (adv === 0) {
+      this.dup++;
+    } else if (adv > 0) {
+      this.delivered++;
+      this.lost += adv - 1;
+    }
+  }
+}
+
+// sendTime returns the send time in milliseconds of a value written by the Go tool ({"ts":<unix nanos>,...}),
+// or null.
+export function sendTime(data) {
+  if (typeof data !== "string" || !data.startsWith('{"ts":')) {
+    return null;
+  }
+  const ns = parseInt(data.slice(6), 10);
+  return Number.isFinite(ns) ? ns / 1e6 : null;
+}
+
+// streamURL is the stream of TOPIC on one of the comma-separated BASE_URLS, chosen by n.
+export function streamURL(n) {
+  const bases = (__ENV.BASE_URLS || "http://127.0.0.1:8080").split(",");
+  const topic = __ENV.TOPIC || "loadtest";
+  return `${bases[n % bases.length].replace(/\/$/, "")}/streams/${topic}`;
+}
