@@ -9,7 +9,7 @@ import (
 )
 
 // errNotLoopback is wrapped by every refusal of a non-loopback target.
-var errNotLoopback = errors.New("loadtest: refusing a target that is not on loopback")
+var errNotLoopback = errors.New("refusing a target that is not on loopback")
 
 // isLoopbackHost reports whether host is "localhost" or a literal loopback address (127.0.0.0/8, ::1). Other
 // names are refused without a DNS lookup: a name that resolves to loopback today may not tomorrow.

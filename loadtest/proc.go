@@ -15,7 +15,7 @@ import (
 // architecture Go supports (the kernel ABI fixes it, whatever CONFIG_HZ is).
 const clockTicks = 100
 
-var errProcFormat = errors.New("loadtest: unexpected /proc format")
+var errProcFormat = errors.New("unexpected /proc format")
 
 // parseStatCPU returns utime+stime in seconds from the contents of /proc/<pid>/stat. The command name
 // (field 2) is in parentheses and may hold spaces and parentheses, so fields are counted from the last ")".
