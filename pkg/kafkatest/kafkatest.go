@@ -136,7 +136,8 @@ func Produce(t testing.TB, cl *kgo.Client, recs ...*kgo.Record) []*kgo.Record {
 }
 
 // ReadAll reads topic from its start up to its end offsets at the time of the call (read_committed), and
-// returns the records in partition order, partition by partition.
+// returns the records in partition order, partition by partition. Transaction markers (control records)
+// count towards the end offsets but are not returned, so it works on topics written by transactions.
 func ReadAll(t testing.TB, topic string) map[int32][]*kgo.Record {
 	t.Helper()
 	ctx := Context(t)
@@ -145,6 +146,7 @@ func ReadAll(t testing.TB, topic string) map[int32][]*kgo.Record {
 		t.Fatalf("kafkatest: list end offsets of %s: %v", topic, err)
 	}
 	out := map[int32][]*kgo.Record{}
+	last := map[int32]int64{} // the last offset read per partition, control records included
 	want := map[int32]int64{}
 	parts := map[int32]kgo.Offset{}
 	ends.Each(func(o kadm.ListedOffset) {
@@ -157,11 +159,10 @@ func ReadAll(t testing.TB, topic string) map[int32][]*kgo.Record {
 		return out
 	}
 	cl := Client(t, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: parts}),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords())
 	done := func() bool {
 		for p, end := range want {
-			rs := out[p]
-			if len(rs) == 0 || rs[len(rs)-1].Offset < end-1 {
+			if l, ok := last[p]; !ok || l < end-1 {
 				return false
 			}
 		}
@@ -174,7 +175,11 @@ func ReadAll(t testing.TB, topic string) map[int32][]*kgo.Record {
 		}
 		fs.EachError(func(_ string, p int32, err error) { t.Fatalf("kafkatest: fetch %s/%d: %v", topic, p, err) })
 		fs.EachRecord(func(r *kgo.Record) {
-			if r.Offset < want[r.Partition] {
+			if r.Offset >= want[r.Partition] {
+				return
+			}
+			last[r.Partition] = r.Offset
+			if !r.Attrs.IsControl() {
 				out[r.Partition] = append(out[r.Partition], r)
 			}
 		})

@@ -13,10 +13,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/ssegate/ssegate/pkg/kafkaconn"
+	"github.com/ssegate/ssegate/services/ingest/internal/lease"
 	"github.com/ssegate/ssegate/services/ingest/internal/source"
 	"github.com/ssegate/ssegate/services/ingest/internal/txn"
 )
@@ -24,10 +26,15 @@ import (
 // App is a running ingest service.
 type App struct {
 	cfg       Config
+	opts      Options
 	log       *slog.Logger
 	kopts     []kgo.Opt
 	sources   []*source.Source
+	held      []atomic.Bool // held[i]: this replica holds sources[i]'s lease and runs it
 	owner     string
+	leases    lease.Manager
+	shared    bool          // leases are in Redis, shared with other replicas
+	rdb       *redis.Client // nil without Redis
 	telemetry *telemetry
 	ln        net.Listener
 	srv       *http.Server
@@ -35,22 +42,53 @@ type App struct {
 	draining  atomic.Bool
 }
 
-// New builds the service from a validated configuration and binds its listener, so that a busy port
-// fails here. It does not contact Kafka or any source; Run does.
-func New(cfg Config, log *slog.Logger) (*App, error) {
-	return NewWithOptions(cfg, log, nil)
+// Options are hooks for tests. The zero value is what New uses.
+type Options struct {
+	// Source may change each source's options (tests use it to simulate crashes with
+	// source.Options.AbandonOnStop). Nil means none.
+	Source func(*source.Options)
+	// Owner names this replica in /sources and in its Redis lease values. Empty means "<hostname>/<pid>".
+	Owner string
+	// AbandonLeases makes Run return without releasing the leases it holds, as a crash would: other
+	// replicas get the sources only once the leases expire.
+	AbandonLeases bool
 }
 
-// NewWithOptions is New with a hook that may change each source's options (tests use it to simulate
-// crashes with source.Options.AbandonOnStop). Nil means none.
-func NewWithOptions(cfg Config, log *slog.Logger, tweak func(*source.Options)) (*App, error) {
+// New builds the service from a validated configuration and binds its listener, so that a busy port
+// fails here. It does not contact Kafka, Redis or any source; Run does.
+func New(cfg Config, log *slog.Logger) (*App, error) {
+	return NewWithOptions(cfg, log, Options{})
+}
+
+// NewWithOptions is New with test hooks.
+func NewWithOptions(cfg Config, log *slog.Logger, o Options) (*App, error) {
 	kopts, err := cfg.Kafka.Opts()
 	if err != nil {
 		return nil, err
 	}
 	kopts = append(kopts, kgo.WithLogger(kafkaconn.Logger(log.With("component", "kafka"), kgo.LogLevelWarn)))
-	host, _ := os.Hostname()
-	a := &App{cfg: cfg, log: log, kopts: kopts, owner: host + "/" + strconv.Itoa(os.Getpid())}
+	owner := o.Owner
+	if owner == "" {
+		host, _ := os.Hostname()
+		owner = host + "/" + strconv.Itoa(os.Getpid())
+	}
+	a := &App{cfg: cfg, opts: o, log: log, kopts: kopts, owner: owner}
+	if cfg.Redis.Addr == "" {
+		a.leases = lease.NewLocal(owner)
+	} else {
+		a.shared = true
+		a.rdb = redis.NewClient(&redis.Options{
+			Addr: cfg.Redis.Addr, Username: cfg.Redis.Username, Password: cfg.Redis.Password, DB: cfg.Redis.DB,
+			// Renewals carry a deadline before the lease can expire; the client must honor it.
+			ContextTimeoutEnabled: true,
+		})
+		a.leases, err = lease.NewRedis(a.rdb, lease.WithDuration(cfg.LeaseDuration), lease.WithPrefix(cfg.LeaseKeyPrefix),
+			lease.WithOwner(owner), lease.WithLogger(log.With("component", "lease")))
+		if err != nil {
+			_ = a.rdb.Close()
+			return nil, err
+		}
+	}
 	opt := source.Options{
 		Kafka:              kopts,
 		CheckpointTopic:    cfg.CheckpointTopic,
@@ -66,17 +104,20 @@ func NewWithOptions(cfg Config, log *slog.Logger, tweak func(*source.Options)) (
 		TransactionTimeout: cfg.TransactionTimeout,
 		Logger:             log,
 	}
-	if tweak != nil {
-		tweak(&opt)
+	if o.Source != nil {
+		o.Source(&opt)
 	}
 	for _, spec := range cfg.Sources {
 		a.sources = append(a.sources, source.New(spec, opt))
 	}
-	if a.telemetry, err = newTelemetry(a.sources); err != nil {
+	a.held = make([]atomic.Bool, len(a.sources))
+	if a.telemetry, err = newTelemetry(a.sources, a.held); err != nil {
+		a.closeRedis()
 		return nil, err
 	}
 	var lc net.ListenConfig
 	if a.ln, err = lc.Listen(context.Background(), "tcp", cfg.Listen); err != nil {
+		a.closeRedis()
 		return nil, fmt.Errorf("listen on %s: %w", cfg.Listen, err)
 	}
 	a.srv = &http.Server{
@@ -93,8 +134,18 @@ func (a *App) Addr() net.Addr { return a.ln.Addr() }
 // Sources returns the sources, in configuration order.
 func (a *App) Sources() []*source.Source { return a.sources }
 
-// Run ensures the checkpoint topic exists, runs every source until ctx ends, then stops them (each
-// commits or aborts its open transaction) and the HTTP server.
+// Owned reports, for each source in configuration order, whether this replica holds its lease and runs it.
+func (a *App) Owned() []bool {
+	out := make([]bool, len(a.held))
+	for i := range a.held {
+		out[i] = a.held[i].Load()
+	}
+	return out
+}
+
+// Run ensures the checkpoint topic exists, runs every source whose lease it holds until ctx ends, then
+// stops them (each commits or aborts its open transaction), releases their leases, and stops the HTTP
+// server.
 func (a *App) Run(ctx context.Context) error {
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- a.srv.Serve(a.ln) }()
@@ -108,12 +159,8 @@ func (a *App) Run(ctx context.Context) error {
 			return
 		}
 		a.ready.Store(true)
-		for _, s := range a.sources {
-			wg.Go(func() {
-				if err := s.Run(srcCtx); err != nil {
-					a.log.Warn("source stopped", "source", s.Name(), "err", err)
-				}
-			})
+		for i, s := range a.sources {
+			wg.Go(func() { a.runSource(srcCtx, i, s) })
 		}
 	})
 
@@ -127,6 +174,7 @@ func (a *App) Run(ctx context.Context) error {
 	a.draining.Store(true)
 	stopSources()
 	wg.Wait()
+	a.closeRedis()
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if serr := a.srv.Shutdown(sctx); serr != nil {
@@ -164,5 +212,74 @@ func (a *App) ensureCheckpointTopic(ctx context.Context) bool {
 			t.Stop()
 			return false
 		}
+	}
+}
+
+// runSource runs s whenever this replica holds its lease, until ctx ends: acquire (at once without Redis),
+// run until ctx ends or the lease is lost, and start over after a loss.
+func (a *App) runSource(ctx context.Context, i int, s *source.Source) {
+	log := a.log.With("source", s.Name())
+	for {
+		l, err := a.leases.Acquire(ctx, s.Name())
+		if err != nil {
+			return // ctx ended
+		}
+		if a.shared {
+			log.Info("source lease acquired; running it", "owner", a.owner)
+		}
+		a.held[i].Store(true)
+		a.runHeld(ctx, s, l, log)
+		a.held[i].Store(false)
+		if ctx.Err() != nil {
+			// Shutdown: the source has ended its transaction, so the next owner can start at once.
+			if a.opts.AbandonLeases {
+				l.Abandon()
+				return
+			}
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+			if err := l.Release(rctx); err != nil && a.shared {
+				log.Warn("cannot release the source lease; it expires by itself", "err", err)
+			}
+			cancel()
+			return
+		}
+		// Lost: the key may still be ours if Redis was only slow; giving it back helps the next owner.
+		rctx, cancel := context.WithTimeout(ctx, time.Second)
+		_ = l.Release(rctx)
+		cancel()
+		log.Warn("source lease lost; stopped the source and waiting to acquire it again")
+	}
+}
+
+// runHeld runs s until ctx ends or l is lost. Losing the lease cancels the source at once; it then ends
+// its transaction as at a shutdown (if another replica has fenced it already, that fails harmlessly).
+func (a *App) runHeld(ctx context.Context, s *source.Source, l lease.Lease, log *slog.Logger) {
+	runCtx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	wg.Go(func() {
+		select {
+		case <-l.Lost():
+			cancel()
+		case <-runCtx.Done():
+		}
+	})
+	err := s.Run(runCtx)
+	switch {
+	case errors.Is(err, source.ErrNoContent):
+		// Stopped for good: keep the lease, so that no other replica restarts the source, until shutdown
+		// or until the lease is lost.
+		log.Warn("source stopped", "err", err)
+		<-runCtx.Done()
+	case err != nil:
+		log.Warn("source stopped", "err", err)
+	}
+}
+
+// closeRedis closes the Redis client, if any.
+func (a *App) closeRedis() {
+	if a.rdb != nil {
+		_ = a.rdb.Close()
 	}
 }

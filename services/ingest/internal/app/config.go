@@ -16,6 +16,7 @@ import (
 	"github.com/goccy/go-yaml"
 
 	"github.com/ssegate/ssegate/pkg/kafkaconn"
+	"github.com/ssegate/ssegate/services/ingest/internal/lease"
 	"github.com/ssegate/ssegate/services/ingest/internal/source"
 )
 
@@ -58,7 +59,37 @@ type Config struct {
 	TransactionTimeout time.Duration
 	// LogLevel is the lowest level logged: debug, info, warn or error. Default info.
 	LogLevel slog.Level
+	// Redis is where replicas keep their source leases. Zero (no address) means no sharing: the process
+	// runs every source of its file.
+	Redis RedisConfig
+	// LeaseDuration is how long a source's lease lives without renewal; a source whose owner dies moves
+	// to another replica within about this long. Default 10s; at least 100ms.
+	LeaseDuration time.Duration
+	// LeaseKeyPrefix is put before a source name to make its lease key. Default "ssegate:ingest:lease:".
+	LeaseKeyPrefix string
 }
+
+// RedisConfig is how to reach Redis. Its String and GoString hide the password.
+type RedisConfig struct {
+	// Addr is host:port. Empty means no Redis (and no lease sharing).
+	Addr string
+	// Username and Password authenticate (AUTH); empty means none. Password is never logged.
+	Username, Password string
+	// DB is the database number. Default 0.
+	DB int
+}
+
+// String describes the configuration without the password.
+func (r RedisConfig) String() string {
+	pw := ""
+	if r.Password != "" {
+		pw = "(hidden)"
+	}
+	return fmt.Sprintf("{Addr:%s Username:%s Password:%s DB:%d}", r.Addr, r.Username, pw, r.DB)
+}
+
+// GoString is String, so that %#v does not print the password either.
+func (r RedisConfig) GoString() string { return "app.RedisConfig" + r.String() }
 
 func defaults() Config {
 	return Config{
@@ -74,6 +105,8 @@ func defaults() Config {
 		BackoffMax:         30 * time.Second,
 		TransactionTimeout: 10 * time.Second,
 		LogLevel:           slog.LevelInfo,
+		LeaseDuration:      lease.DefaultDuration,
+		LeaseKeyPrefix:     lease.DefaultPrefix,
 	}
 }
 
@@ -131,6 +164,22 @@ func settings(c *Config) []setting {
 			name: "kafka-sasl-password-file", envs: []string{envName("kafka-sasl-password-file")}, group: "kafka-sasl-password",
 			usage: "file holding the SASL password", value: (*fileValue)(&c.Kafka.SASL.Password),
 		},
+		{
+			name: "redis-addr", envs: []string{"REDIS_ADDR", envName("redis-addr")},
+			usage: "Redis host:port for sharing sources between replicas; empty runs every source here", value: (*stringValue)(&c.Redis.Addr),
+		},
+		s("redis-username", "Redis username (ACL); empty means none", (*stringValue)(&c.Redis.Username)),
+		{
+			name: "redis-password", envs: []string{envName("redis-password")}, group: "redis-password",
+			usage: "Redis password (prefer the -file form or the environment)", value: (*stringValue)(&c.Redis.Password),
+		},
+		{
+			name: "redis-password-file", envs: []string{envName("redis-password-file")}, group: "redis-password",
+			usage: "file holding the Redis password", value: (*fileValue)(&c.Redis.Password),
+		},
+		s("redis-db", "Redis database number", (*intValue)(&c.Redis.DB)),
+		s("lease-duration", "how long a source lease lives without renewal (with redis-addr)", (*durationValue)(&c.LeaseDuration)),
+		s("lease-key-prefix", "prefix of the Redis lease keys (with redis-addr)", (*stringValue)(&c.LeaseKeyPrefix)),
 	}
 }
 
@@ -277,6 +326,11 @@ func (c Config) Validate() error {
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
 		return fmt.Errorf("invalid setting listen (%s): %q: want host:port or :port", envName("listen"), c.Listen)
 	}
+	if c.Redis.Addr != "" {
+		if _, _, err := net.SplitHostPort(c.Redis.Addr); err != nil {
+			return fmt.Errorf("invalid setting redis-addr (REDIS_ADDR or %s): %q: want host:port", envName("redis-addr"), c.Redis.Addr)
+		}
+	}
 	checks := []struct {
 		name string
 		bad  bool
@@ -296,6 +350,9 @@ func (c Config) Validate() error {
 			"transaction-timeout", c.TransactionTimeout < time.Second || c.TransactionTimeout <= c.CommitInterval,
 			"at least 1s and longer than commit-interval",
 		},
+		{"redis-db", c.Redis.DB < 0, "zero or positive"},
+		{"lease-duration", c.LeaseDuration < 100*time.Millisecond, "at least 100ms"},
+		{"lease-key-prefix", c.Redis.Addr != "" && c.LeaseKeyPrefix == "", "non-empty with redis-addr"},
 	}
 	for _, ch := range checks {
 		if ch.bad {

@@ -114,6 +114,9 @@ func TestLoadErrorsNameSourceAndSetting(t *testing.T) {
 		{"zero commit interval", base, nil, []string{"--commit-interval", "0s"}, "setting commit-interval (SSEGATE_INGEST_COMMIT_INTERVAL)"},
 		{"backoff max below min", base, nil, []string{"--backoff-min", "2s", "--backoff-max", "1s"}, "setting backoff-max"},
 		{"bad dead-letter topic", base, nil, []string{"--dead-letter-topic", "a b"}, "setting dead-letter-topic"},
+		{"bad redis addr", base, map[string]string{"REDIS_ADDR": "nohost"}, nil, "setting redis-addr (REDIS_ADDR"},
+		{"short lease", base, nil, []string{"--lease-duration", "10ms"}, "setting lease-duration"},
+		{"negative redis db", base + "redis-db: -1\n", nil, nil, "setting redis-db"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -138,7 +141,9 @@ func TestLoadErrorsNameSourceAndSetting(t *testing.T) {
 
 func TestSecretsAreNotPrinted(t *testing.T) {
 	p := writeConfig(t, "sources:\n  - name: s\n    url: http://up\n    topic: out\n    auth: {type: bearer, token_env: TOK}\n")
-	c, err := Load([]string{"--config", p}, env(map[string]string{"KAFKA_BROKERS": "k:9092", "TOK": "very-secret"}), io.Discard)
+	c, err := Load([]string{"--config", p}, env(map[string]string{
+		"KAFKA_BROKERS": "k:9092", "TOK": "very-secret", "REDIS_ADDR": "r:6379", "SSEGATE_INGEST_REDIS_PASSWORD": "very-secret",
+	}), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,5 +151,22 @@ func TestSecretsAreNotPrinted(t *testing.T) {
 		if s := fmt.Sprintf(f, c); strings.Contains(s, "very-secret") {
 			t.Fatalf("%s of the config shows the token", f)
 		}
+	}
+}
+
+func TestLoadRedisSettings(t *testing.T) {
+	p := writeConfig(t, "lease-duration: 3s\nredis-db: 2\nsources:\n  - name: s\n    url: http://up\n    topic: out\n")
+	c, err := Load([]string{"--config", p, "--lease-key-prefix", "x:"}, env(map[string]string{
+		"KAFKA_BROKERS": "k:9092", "REDIS_ADDR": "r:6379",
+	}), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Redis.Addr != "r:6379" || c.Redis.DB != 2 || c.LeaseDuration != 3*time.Second || c.LeaseKeyPrefix != "x:" {
+		t.Fatalf("redis settings %v lease %v %q", c.Redis, c.LeaseDuration, c.LeaseKeyPrefix)
+	}
+	c, err = Load([]string{"--config", p}, env(map[string]string{"KAFKA_BROKERS": "k:9092"}), io.Discard)
+	if err != nil || c.Redis.Addr != "" || c.LeaseKeyPrefix != "ssegate:ingest:lease:" {
+		t.Fatalf("without REDIS_ADDR: %v %v %q", err, c.Redis, c.LeaseKeyPrefix)
 	}
 }

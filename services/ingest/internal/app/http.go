@@ -1,18 +1,27 @@
 package app
 
 import (
+	"context"
 	"net/http"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/ssegate/ssegate/services/ingest/internal/source"
 )
 
+// StateStandby is the state /sources reports for a source whose lease another replica holds (or nobody
+// does yet): this replica does not run it.
+const StateStandby = "standby"
+
 // sourceStatus is one entry of GET /sources.
 type sourceStatus struct {
 	source.Status
-	// Owner is the replica running the source: host/pid.
+	// Owner is the replica running the source (its host/pid, or the Owner option); empty when no replica
+	// holds the lease.
 	Owner string `json:"owner"`
+	// OwnerError says why the owner could not be read from Redis; empty when it was.
+	OwnerError string `json:"owner_error,omitempty"`
 	// Topic is where the source's records go.
 	Topic string `json:"topic"`
 }
@@ -47,9 +56,20 @@ func (a *App) handleReady(c *gin.Context) {
 }
 
 func (a *App) handleSources(c *gin.Context) {
+	ctx, cancel := context.WithTimeout(c.Request.Context(), 2*time.Second)
+	defer cancel()
 	out := make([]sourceStatus, len(a.sources))
 	for i, s := range a.sources {
-		out[i] = sourceStatus{Status: s.Status(), Owner: a.owner, Topic: a.cfg.Sources[i].Topic}
+		st := sourceStatus{Status: s.Status(), Topic: a.cfg.Sources[i].Topic}
+		if !a.held[i].Load() && a.shared {
+			st.State = StateStandby
+		}
+		owner, err := a.leases.Owner(ctx, s.Name())
+		if err != nil {
+			st.OwnerError = err.Error()
+		}
+		st.Owner = owner
+		out[i] = st
 	}
 	c.JSON(http.StatusOK, gin.H{"sources": out})
 }

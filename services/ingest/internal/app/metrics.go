@@ -26,7 +26,8 @@ type telemetry struct {
 	handler  http.Handler
 }
 
-func newTelemetry(sources []*source.Source) (*telemetry, error) {
+// held[i] tells whether this replica holds the lease of sources[i] (ssegate_ingest_source_owned).
+func newTelemetry(sources []*source.Source, held []atomic.Bool) (*telemetry, error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	exp, err := otelprom.New(otelprom.WithRegisterer(reg), otelprom.WithoutScopeInfo())
@@ -70,6 +71,12 @@ func newTelemetry(sources []*source.Source) (*telemetry, error) {
 		return nil, fmt.Errorf("metric instrument: %w", err)
 	}
 	insts = append(insts, reconnects)
+	owned, err := m.Int64ObservableGauge("ssegate.ingest.source.owned",
+		metric.WithDescription("1 while this replica holds the source's lease and runs it, else 0"))
+	if err != nil {
+		return nil, fmt.Errorf("metric instrument: %w", err)
+	}
+	insts = append(insts, owned)
 
 	reasons := source.Reasons()
 	srcAttrs := make([]metric.MeasurementOption, len(sources))
@@ -90,6 +97,11 @@ func newTelemetry(sources []*source.Source) (*telemetry, error) {
 			for j, r := range reasons {
 				o.ObserveInt64(reconnects, st.Reconnects[r].Load(), reasonAttrs[i][j])
 			}
+			var v int64
+			if held[i].Load() {
+				v = 1
+			}
+			o.ObserveInt64(owned, v, srcAttrs[i])
 		}
 		return nil
 	}, insts...)
