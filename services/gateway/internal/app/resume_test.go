@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -523,4 +525,53 @@ func TestKeyFilter(t *testing.T) {
 	}
 	defer func() { _ = body2.Close() }()
 	check(readN(t, p2, 2), 70)
+}
+
+// TestSlowClientCatchesUp: a client that stops reading for a while falls behind a small ring; when it reads
+// again it catches up through Kafka and gets every record exactly once (a fast-path stream's position must
+// survive falling behind).
+func TestSlowClientCatchesUp(t *testing.T) {
+	topic := kafkatest.NewTopic(t, 3, nil)
+	g := startGateway(t, []string{topic}, func(c *Config) { c.RingBytes = 64 << 10; c.WriteTimeout = 30 * time.Second })
+	g.waitReady(t)
+	// A tiny receive buffer, so that the gateway's writes block soon after the client stops reading.
+	dialer := &net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
+		var serr error
+		err := rc.Control(func(fd uintptr) { serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+		if err != nil {
+			return err
+		}
+		return serr
+	}}
+	client := &http.Client{Transport: &http.Transport{DialContext: dialer.DialContext}}
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, g.url+"/streams/"+topic, nil)
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	br := bufio.NewReaderSize(resp.Body, 512)
+	for range 3 { // retry line, id line, blank line: the topic is empty, so the position is v1:
+		if _, err := br.ReadString('\n'); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := sse.NewParser(br)
+	cl := kafkatest.Client(t, kgo.DefaultProduceTopic(topic))
+	produceN(t, cl, 0, 10, 10)
+	first := readN(t, p, 10)
+	// Stop reading while about 4 MB go by: far more than the ring and the socket buffers hold.
+	for i := 10; i < 10010; i += 500 {
+		produceN(t, cl, i, 500, 400)
+	}
+	kafkatest.WaitFor(t, 30*time.Second, "the ring to move past the stalled client", func() bool {
+		return metricValue(t, g, "ssegate_ring_evicted_total", `topic="`+topic+`"`) > 5000
+	})
+	rest := readN(t, p, 10000)
+	checkEvents(t, "v1:", append(first, rest...), byOffset(kafkatest.ReadAll(t, topic)))
+	if v := resumes(t, g, topic, "kafka"); v < 1 {
+		t.Errorf("the stalled client never caught up through Kafka (resumes from kafka = %v)", v)
+	}
 }

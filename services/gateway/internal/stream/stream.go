@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -116,7 +117,8 @@ type conn struct {
 	drainTimer *time.Timer      // fires at this stream's moment to close; nil until draining
 	drainC     <-chan time.Time // drainTimer.C, or nil
 
-	pos      position.Vector // the client's position: what it has been sent (or passed by a filter)
+	pos      position.Vector // the client's position: what it has been sent (or passed by a filter); on the fast path it is not kept up to date, see last
+	last     []byte          // on the fast path, the last frame written (the client's position is its id); nil when pos is current
 	keyParts []int32         // the partitions of a key-filtered stream, ascending; nil for others
 	cursor   uint64          // next ring frame to look at
 	synced   bool            // pos is the ring's position at cursor, so ring frames can be written as they are
@@ -166,6 +168,9 @@ func (c *conn) run(ctx context.Context, t *Topic, p Params) CloseReason {
 				if c.write(spans) != nil {
 					return ReasonWriteFailed
 				}
+				// The fast path does not track the position frame by frame: the last frame's id is it.
+				// Keeping the frame (not a copy) costs nothing; frames are immutable.
+				c.last = lastFrame(spans[len(spans)-1])
 				c.frames += int64(next - c.cursor)
 				c.stats.Frames.Add(int64(next - c.cursor))
 				wrote = true
@@ -191,6 +196,10 @@ func (c *conn) run(ctx context.Context, t *Topic, p Params) CloseReason {
 		if errors.Is(err, ring.ErrBehind) {
 			// The client read so slowly that the ring moved past it: catch up from Kafka, as long as it
 			// keeps reading (the write deadline closes it otherwise).
+			if c.last != nil {
+				c.pos = frameID(c.last)
+				c.last = nil
+			}
 			c.synced = false
 			c0, head := c.join(t)
 			if err := c.catchUp(ctx, t, p, c0, head, true); err != nil {
@@ -224,6 +233,26 @@ func (c *conn) run(ctx context.Context, t *Topic, p Params) CloseReason {
 			return ReasonShutdown
 		}
 	}
+}
+
+// lastFrame returns the last frame in span, a run of whole frames. Frames end with a blank line and no frame
+// holds one inside (every data line starts with "data:"), so the last frame starts after the second-to-last
+// blank line.
+func lastFrame(span []byte) []byte {
+	if i := bytes.LastIndex(span[:len(span)-2], []byte("\n\n")); i >= 0 {
+		return span[i+2:]
+	}
+	return span
+}
+
+// frameID returns the position in a frame's id line.
+func frameID(frame []byte) position.Vector {
+	line := frame[len("id: "):bytes.IndexByte(frame, '\n')]
+	v, err := position.Parse(string(line))
+	if err != nil {
+		panic("stream: the ring holds a frame with a malformed id: " + err.Error())
+	}
+	return v
 }
 
 // failure turns an error from start or catchUp into the reason the stream ends.

@@ -677,3 +677,23 @@ func TestDrainBusyStream(t *testing.T) {
 		<-stopped
 	})
 }
+
+func TestLastFrameAndID(t *testing.T) {
+	one := "id: v1:0-1\ndata: a\n\n"
+	two := "id: v1:0-2.1-0\nevent: x\ndata: b\ndata:\n\n"
+	for _, tc := range []struct{ name, span, want, id string }{
+		{"one frame", one, one, "v1:0-1"},
+		{"two frames", one + two, two, "v1:0-2.1-0"},
+		{"three frames", one + two + one, one, "v1:0-1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := lastFrame([]byte(tc.span))
+			if string(f) != tc.want {
+				t.Fatalf("lastFrame = %q, want %q", f, tc.want)
+			}
+			if id := frameID(f).String(); id != tc.id {
+				t.Fatalf("frameID = %s, want %s", id, tc.id)
+			}
+		})
+	}
+}
