@@ -7,15 +7,12 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"os"
 	"regexp"
 	"slices"
-	"strings"
 	"time"
 
-	"github.com/goccy/go-yaml"
-
 	"github.com/ssegate/ssegate/pkg/kafkaconn"
+	"github.com/ssegate/ssegate/pkg/settings"
 )
 
 // Config is the gateway's configuration. Every field can be set by a flag (--name), an environment variable
@@ -77,175 +74,47 @@ func defaults() Config {
 	}
 }
 
-// setting is one configuration knob and where it can come from.
-type setting struct {
-	name  string
-	envs  []string
-	usage string
-	value flag.Value
-	// group names settings that write the same field (a value and its -file form): a flag for any of them
-	// keeps the environment and the file from setting any of them. Empty means the setting's own name.
-	group string
-}
-
-func settings(c *Config) []setting {
-	env := func(name string) []string {
-		return []string{"SSEGATE_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))}
+func settingsOf(c *Config) []settings.Setting {
+	s := func(name, usage string, v flag.Value) settings.Setting {
+		return settings.Setting{Name: name, Envs: []string{settings.EnvName("SSEGATE_", name)}, Usage: usage, Value: v}
 	}
-	s := func(name, usage string, v flag.Value) setting {
-		return setting{name: name, envs: env(name), usage: usage, value: v}
+	own := []settings.Setting{
+		s("topics", "topics to serve, comma-separated (required)", settings.List(&c.Topics)),
+		s("listen", "HTTP listen address", settings.String(&c.Listen)),
+		s("ring-bytes", "size of each topic's ring of recent frames (bytes, or with KiB/MiB/GiB)", settings.Bytes(&c.RingBytes)),
+		s("heartbeat", "default idle time before a keep-alive comment; 0 means none", settings.Duration(&c.Heartbeat)),
+		s("retry", "reconnection delay sent to clients in the retry: line", settings.Duration(&c.Retry)),
+		s("write-timeout", "time a client has to take each write before it is disconnected", settings.Duration(&c.WriteTimeout)),
+		s("drain", "window over which streams are closed at shutdown; 0 closes them at once", settings.Duration(&c.Drain)),
+		s("metadata-interval", "how often to look for new topics and partitions", settings.Duration(&c.MetadataInterval)),
+		s("prefill", "latest records per partition read into the ring at start; 0 means none", settings.Int64(&c.Prefill)),
+		s("key-partitioner", "how producers place keys: murmur2 (Kafka's default) or any", settings.String(&c.KeyPartitioner)),
+		s("replay-readers", "Kafka readers serving resumes the ring cannot serve, at most at once", settings.Int(&c.ReplayReaders)),
+		s("demo-topic", "topic shown by the dashboard at / (default: the first topic)", settings.String(&c.DemoTopic)),
+		s("log-level", "lowest level logged: debug, info, warn, error", settings.Level(&c.LogLevel)),
 	}
-	return []setting{
-		{
-			name: "kafka-brokers", envs: []string{"KAFKA_BROKERS", "SSEGATE_KAFKA_BROKERS"},
-			usage: "Kafka seed brokers, host:port, comma-separated (required)", value: (*listValue)(&c.Kafka.Brokers),
-		},
-		s("topics", "topics to serve, comma-separated (required)", (*listValue)(&c.Topics)),
-		s("listen", "HTTP listen address", (*stringValue)(&c.Listen)),
-		s("ring-bytes", "size of each topic's ring of recent frames (bytes, or with KiB/MiB/GiB)", (*bytesValue)(&c.RingBytes)),
-		s("heartbeat", "default idle time before a keep-alive comment; 0 means none", (*durationValue)(&c.Heartbeat)),
-		s("retry", "reconnection delay sent to clients in the retry: line", (*durationValue)(&c.Retry)),
-		s("write-timeout", "time a client has to take each write before it is disconnected", (*durationValue)(&c.WriteTimeout)),
-		s("drain", "window over which streams are closed at shutdown; 0 closes them at once", (*durationValue)(&c.Drain)),
-		s("metadata-interval", "how often to look for new topics and partitions", (*durationValue)(&c.MetadataInterval)),
-		s("prefill", "latest records per partition read into the ring at start; 0 means none", (*int64Value)(&c.Prefill)),
-		s("key-partitioner", "how producers place keys: murmur2 (Kafka's default) or any", (*stringValue)(&c.KeyPartitioner)),
-		s("replay-readers", "Kafka readers serving resumes the ring cannot serve, at most at once", (*intValue)(&c.ReplayReaders)),
-		s("demo-topic", "topic shown by the dashboard at / (default: the first topic)", (*stringValue)(&c.DemoTopic)),
-		s("log-level", "lowest level logged: debug, info, warn, error", (*levelValue)(&c.LogLevel)),
-		s("kafka-client-id", "client id sent to Kafka", (*stringValue)(&c.Kafka.ClientID)),
-		s("kafka-tls", "connect to Kafka with TLS", (*boolValue)(&c.Kafka.TLS.Enabled)),
-		s("kafka-tls-ca-file", "PEM file of CAs to trust (default: system roots); implies TLS", (*stringValue)(&c.Kafka.TLS.CAFile)),
-		s("kafka-tls-cert-file", "PEM client certificate for mutual TLS; implies TLS", (*stringValue)(&c.Kafka.TLS.CertFile)),
-		s("kafka-tls-key-file", "PEM key of the client certificate", (*stringValue)(&c.Kafka.TLS.KeyFile)),
-		s("kafka-tls-server-name", "name to check in the brokers' certificates", (*stringValue)(&c.Kafka.TLS.ServerName)),
-		s("kafka-tls-insecure-skip-verify", "do not verify broker certificates (tests only)", (*boolValue)(&c.Kafka.TLS.InsecureSkipVerify)),
-		s("kafka-sasl-mechanism", "SASL mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (default: none)", (*stringValue)(&c.Kafka.SASL.Mechanism)),
-		s("kafka-sasl-username", "SASL username", (*stringValue)(&c.Kafka.SASL.Username)),
-		{
-			name: "kafka-sasl-password", envs: env("kafka-sasl-password"), group: "kafka-sasl-password",
-			usage: "SASL password (prefer the -file form or the environment)", value: (*stringValue)(&c.Kafka.SASL.Password),
-		},
-		{
-			name: "kafka-sasl-password-file", envs: env("kafka-sasl-password-file"), group: "kafka-sasl-password",
-			usage: "file holding the SASL password (wins over kafka-sasl-password from the same source)", value: (*fileValue)(&c.Kafka.SASL.Password),
-		},
-	}
+	return append(own, settings.Kafka(&c.Kafka, "SSEGATE_")...)
 }
 
 // ErrHelp is returned by Load when --help was asked for; the usage has been written.
-var ErrHelp = flag.ErrHelp
+var ErrHelp = settings.ErrHelp
 
 // Load builds the configuration from args (without the program name), the environment (getenv) and the
 // YAML file named by --config, and validates it. Usage and flag errors are written to out.
 func Load(args []string, getenv func(string) string, out io.Writer) (Config, error) {
 	c := defaults()
-	ss := settings(&c)
-	fs := flag.NewFlagSet("gateway", flag.ContinueOnError)
-	fs.SetOutput(out)
-	configFile := fs.String("config", "", "optional YAML file of settings (keys are the flag names)")
-	for _, s := range ss {
-		fs.Var(s.value, s.name, s.usage+" (env "+strings.Join(s.envs, " or ")+")")
-	}
-	if err := fs.Parse(args); err != nil {
-		return c, err
-	}
-	if fs.NArg() > 0 {
-		return c, fmt.Errorf("unexpected argument %q (settings are flags: --name=value)", fs.Arg(0))
-	}
-	groupOf := func(s setting) string {
-		if s.group != "" {
-			return s.group
-		}
-		return s.name
-	}
-	fromFlag := map[string]bool{} // by group
-	fs.Visit(func(f *flag.Flag) {
-		for _, s := range ss {
-			if s.name == f.Name {
-				fromFlag[groupOf(s)] = true
-			}
-		}
+	_, err := settings.Load(settingsOf(&c), args, getenv, settings.Options{
+		Program:     "gateway",
+		ConfigUsage: "optional YAML file of settings (keys are the flag names)",
+		Out:         out,
 	})
-
-	file := map[string]any{}
-	if *configFile != "" {
-		data, err := os.ReadFile(*configFile)
-		if err != nil {
-			return c, fmt.Errorf("config file: %w", err)
-		}
-		if err := yaml.Unmarshal(data, &file); err != nil {
-			return c, fmt.Errorf("config file %s: %w", *configFile, err)
-		}
-		for k := range file {
-			if !slices.ContainsFunc(ss, func(s setting) bool { return s.name == k }) {
-				return c, fmt.Errorf("config file %s: unknown setting %q", *configFile, k)
-			}
-		}
-	}
-	// The environment first, then the file, each skipping groups that a stronger source already set.
-	fromEnv := map[string]bool{}
-	for _, s := range ss {
-		if fromFlag[groupOf(s)] {
-			continue
-		}
-		if env, v := firstEnv(s.envs, getenv); env != "" {
-			if err := s.value.Set(v); err != nil {
-				return c, fmt.Errorf("setting %s from %s: %w", s.name, env, err)
-			}
-			fromEnv[groupOf(s)] = true
-		}
-	}
-	for _, s := range ss {
-		raw, ok := file[s.name]
-		if !ok || fromFlag[groupOf(s)] || fromEnv[groupOf(s)] {
-			continue
-		}
-		v, err := scalar(raw)
-		if err == nil {
-			err = s.value.Set(v)
-		}
-		if err != nil {
-			return c, fmt.Errorf("setting %s from config file %s: %w", s.name, *configFile, err)
-		}
+	if err != nil {
+		return c, err
 	}
 	if c.DemoTopic == "" && len(c.Topics) > 0 {
 		c.DemoTopic = c.Topics[0]
 	}
 	return c, c.Validate()
-}
-
-func firstEnv(names []string, getenv func(string) string) (string, string) {
-	for _, n := range names {
-		if v := getenv(n); v != "" {
-			return n, v
-		}
-	}
-	return "", ""
-}
-
-// scalar turns a YAML value into the text a flag would have held; a list becomes a comma list.
-func scalar(v any) (string, error) {
-	switch x := v.(type) {
-	case nil:
-		return "", nil
-	case string:
-		return x, nil
-	case []any:
-		parts := make([]string, len(x))
-		for i, e := range x {
-			s, err := scalar(e)
-			if err != nil {
-				return "", err
-			}
-			parts[i] = s
-		}
-		return strings.Join(parts, ","), nil
-	case map[string]any:
-		return "", errors.New("want a single value or a list, got a map")
-	default:
-		return fmt.Sprint(x), nil
-	}
 }
 
 // topicName is what Kafka accepts as a topic name.
@@ -285,8 +154,7 @@ func (c Config) Validate() error {
 	}
 	for _, ch := range checks {
 		if ch.bad {
-			env := "SSEGATE_" + strings.ToUpper(strings.ReplaceAll(ch.name, "-", "_"))
-			return fmt.Errorf("invalid setting %s (%s): must be %s", ch.name, env, ch.want)
+			return fmt.Errorf("invalid setting %s (%s): must be %s", ch.name, settings.EnvName("SSEGATE_", ch.name), ch.want)
 		}
 	}
 	return nil

@@ -7,15 +7,11 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"os"
 	"regexp"
-	"slices"
-	"strings"
 	"time"
 
-	"github.com/goccy/go-yaml"
-
 	"github.com/ssegate/ssegate/pkg/kafkaconn"
+	"github.com/ssegate/ssegate/pkg/settings"
 	"github.com/ssegate/ssegate/services/ingest/internal/lease"
 	"github.com/ssegate/ssegate/services/ingest/internal/source"
 )
@@ -110,153 +106,64 @@ func defaults() Config {
 	}
 }
 
-// setting is one configuration knob and where it can come from.
-type setting struct {
-	name  string
-	envs  []string
-	usage string
-	value flag.Value
-	// group names settings that write the same field (a value and its -file form). Empty means the
-	// setting's own name.
-	group string
-}
+// envPrefix starts the environment variable of every ingest setting.
+const envPrefix = "SSEGATE_INGEST_"
 
-func envName(name string) string {
-	return "SSEGATE_INGEST_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
-}
+func envName(name string) string { return settings.EnvName(envPrefix, name) }
 
-func settings(c *Config) []setting {
-	s := func(name, usage string, v flag.Value) setting {
-		return setting{name: name, envs: []string{envName(name)}, usage: usage, value: v}
+func settingsOf(c *Config) []settings.Setting {
+	s := func(name, usage string, v flag.Value) settings.Setting {
+		return settings.Setting{Name: name, Envs: []string{envName(name)}, Usage: usage, Value: v}
 	}
-	return []setting{
+	own := []settings.Setting{
+		s("listen", "HTTP listen address of /healthz, /readyz, /metrics and /sources", settings.String(&c.Listen)),
+		s("checkpoint-topic", "compacted topic of checkpoints (created if missing)", settings.String(&c.CheckpointTopic)),
+		s("dead-letter-topic", "topic for oversized events; empty drops them", settings.String(&c.DeadLetterTopic)),
+		s("commit-interval", "longest a Kafka transaction stays open", settings.Duration(&c.CommitInterval)),
+		s("commit-events", "commit once a transaction holds this many events", settings.Int(&c.CommitEvents)),
+		s("buffer-events", "parsed events waiting for Kafka per source before reading stops", settings.Int(&c.BufferEvents)),
+		s("max-event-bytes", "largest event data (bytes, or with KiB/MiB)", settings.Bytes(&c.MaxEventBytes)),
+		s("max-line-bytes", "longest line of a stream (bytes, or with KiB/MiB)", settings.Bytes(&c.MaxLineBytes)),
+		s("idle-timeout", "reconnect a stream silent for this long; 0 means never", settings.Duration(&c.IdleTimeout)),
+		s("backoff-min", "first reconnection delay when the server sent no retry:", settings.Duration(&c.BackoffMin)),
+		s("backoff-max", "cap of the reconnection delay", settings.Duration(&c.BackoffMax)),
+		s("transaction-timeout", "Kafka transaction timeout", settings.Duration(&c.TransactionTimeout)),
+		s("log-level", "lowest level logged: debug, info, warn, error", settings.Level(&c.LogLevel)),
 		{
-			name: "kafka-brokers", envs: []string{"KAFKA_BROKERS", envName("kafka-brokers")},
-			usage: "Kafka seed brokers, host:port, comma-separated (required)", value: (*listValue)(&c.Kafka.Brokers),
+			Name: "redis-addr", Envs: []string{"REDIS_ADDR", envName("redis-addr")},
+			Usage: "Redis host:port for sharing sources between replicas; empty runs every source here", Value: settings.String(&c.Redis.Addr),
 		},
-		s("listen", "HTTP listen address of /healthz, /readyz, /metrics and /sources", (*stringValue)(&c.Listen)),
-		s("checkpoint-topic", "compacted topic of checkpoints (created if missing)", (*stringValue)(&c.CheckpointTopic)),
-		s("dead-letter-topic", "topic for oversized events; empty drops them", (*stringValue)(&c.DeadLetterTopic)),
-		s("commit-interval", "longest a Kafka transaction stays open", (*durationValue)(&c.CommitInterval)),
-		s("commit-events", "commit once a transaction holds this many events", (*intValue)(&c.CommitEvents)),
-		s("buffer-events", "parsed events waiting for Kafka per source before reading stops", (*intValue)(&c.BufferEvents)),
-		s("max-event-bytes", "largest event data (bytes, or with KiB/MiB)", (*bytesValue)(&c.MaxEventBytes)),
-		s("max-line-bytes", "longest line of a stream (bytes, or with KiB/MiB)", (*bytesValue)(&c.MaxLineBytes)),
-		s("idle-timeout", "reconnect a stream silent for this long; 0 means never", (*durationValue)(&c.IdleTimeout)),
-		s("backoff-min", "first reconnection delay when the server sent no retry:", (*durationValue)(&c.BackoffMin)),
-		s("backoff-max", "cap of the reconnection delay", (*durationValue)(&c.BackoffMax)),
-		s("transaction-timeout", "Kafka transaction timeout", (*durationValue)(&c.TransactionTimeout)),
-		s("log-level", "lowest level logged: debug, info, warn, error", (*levelValue)(&c.LogLevel)),
-		s("kafka-client-id", "client id sent to Kafka", (*stringValue)(&c.Kafka.ClientID)),
-		s("kafka-tls", "connect to Kafka with TLS", (*boolValue)(&c.Kafka.TLS.Enabled)),
-		s("kafka-tls-ca-file", "PEM file of CAs to trust (default: system roots); implies TLS", (*stringValue)(&c.Kafka.TLS.CAFile)),
-		s("kafka-tls-cert-file", "PEM client certificate for mutual TLS; implies TLS", (*stringValue)(&c.Kafka.TLS.CertFile)),
-		s("kafka-tls-key-file", "PEM key of the client certificate", (*stringValue)(&c.Kafka.TLS.KeyFile)),
-		s("kafka-tls-server-name", "name to check in the brokers' certificates", (*stringValue)(&c.Kafka.TLS.ServerName)),
-		s("kafka-tls-insecure-skip-verify", "do not verify broker certificates (tests only)", (*boolValue)(&c.Kafka.TLS.InsecureSkipVerify)),
-		s("kafka-sasl-mechanism", "SASL mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (default: none)", (*stringValue)(&c.Kafka.SASL.Mechanism)),
-		s("kafka-sasl-username", "SASL username", (*stringValue)(&c.Kafka.SASL.Username)),
+		s("redis-username", "Redis username (ACL); empty means none", settings.String(&c.Redis.Username)),
 		{
-			name: "kafka-sasl-password", envs: []string{envName("kafka-sasl-password")}, group: "kafka-sasl-password",
-			usage: "SASL password (prefer the -file form or the environment)", value: (*stringValue)(&c.Kafka.SASL.Password),
+			Name: "redis-password", Envs: []string{envName("redis-password")}, Group: "redis-password",
+			Usage: "Redis password (prefer the -file form or the environment)", Value: settings.String(&c.Redis.Password),
 		},
 		{
-			name: "kafka-sasl-password-file", envs: []string{envName("kafka-sasl-password-file")}, group: "kafka-sasl-password",
-			usage: "file holding the SASL password", value: (*fileValue)(&c.Kafka.SASL.Password),
+			Name: "redis-password-file", Envs: []string{envName("redis-password-file")}, Group: "redis-password",
+			Usage: "file holding the Redis password", Value: settings.File(&c.Redis.Password),
 		},
-		{
-			name: "redis-addr", envs: []string{"REDIS_ADDR", envName("redis-addr")},
-			usage: "Redis host:port for sharing sources between replicas; empty runs every source here", value: (*stringValue)(&c.Redis.Addr),
-		},
-		s("redis-username", "Redis username (ACL); empty means none", (*stringValue)(&c.Redis.Username)),
-		{
-			name: "redis-password", envs: []string{envName("redis-password")}, group: "redis-password",
-			usage: "Redis password (prefer the -file form or the environment)", value: (*stringValue)(&c.Redis.Password),
-		},
-		{
-			name: "redis-password-file", envs: []string{envName("redis-password-file")}, group: "redis-password",
-			usage: "file holding the Redis password", value: (*fileValue)(&c.Redis.Password),
-		},
-		s("redis-db", "Redis database number", (*intValue)(&c.Redis.DB)),
-		s("lease-duration", "how long a source lease lives without renewal (with redis-addr)", (*durationValue)(&c.LeaseDuration)),
-		s("lease-key-prefix", "prefix of the Redis lease keys (with redis-addr)", (*stringValue)(&c.LeaseKeyPrefix)),
+		s("redis-db", "Redis database number", settings.Int(&c.Redis.DB)),
+		s("lease-duration", "how long a source lease lives without renewal (with redis-addr)", settings.Duration(&c.LeaseDuration)),
+		s("lease-key-prefix", "prefix of the Redis lease keys (with redis-addr)", settings.String(&c.LeaseKeyPrefix)),
 	}
+	return append(own, settings.Kafka(&c.Kafka, envPrefix)...)
 }
 
 // ErrHelp is returned by Load when --help was asked for; the usage has been written.
-var ErrHelp = flag.ErrHelp
+var ErrHelp = settings.ErrHelp
 
 // Load builds the configuration from args (without the program name), the environment (getenv) and the
 // YAML file named by --config, and validates it. Usage and flag errors are written to out.
 func Load(args []string, getenv func(string) string, out io.Writer) (Config, error) {
 	c := defaults()
-	ss := settings(&c)
-	fs := flag.NewFlagSet("ingest", flag.ContinueOnError)
-	fs.SetOutput(out)
-	configFile := fs.String("config", "", "YAML file with the sources list and optional settings (keys are the flag names)")
-	for _, s := range ss {
-		fs.Var(s.value, s.name, s.usage+" (env "+strings.Join(s.envs, " or ")+")")
-	}
-	if err := fs.Parse(args); err != nil {
-		return c, err
-	}
-	if fs.NArg() > 0 {
-		return c, fmt.Errorf("unexpected argument %q (settings are flags: --name=value)", fs.Arg(0))
-	}
-	groupOf := func(s setting) string {
-		if s.group != "" {
-			return s.group
-		}
-		return s.name
-	}
-	fromFlag := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) {
-		for _, s := range ss {
-			if s.name == f.Name {
-				fromFlag[groupOf(s)] = true
-			}
-		}
+	file, err := settings.Load(settingsOf(&c), args, getenv, settings.Options{
+		Program:     "ingest",
+		ConfigUsage: "YAML file with the sources list and optional settings (keys are the flag names)",
+		ExtraKeys:   []string{"sources"},
+		Out:         out,
 	})
-
-	file := map[string]any{}
-	if *configFile != "" {
-		data, err := os.ReadFile(*configFile)
-		if err != nil {
-			return c, fmt.Errorf("config file: %w", err)
-		}
-		if err := yaml.Unmarshal(data, &file); err != nil {
-			return c, fmt.Errorf("config file %s: %s", *configFile, oneLine(err.Error()))
-		}
-		for k := range file {
-			if k != "sources" && !slices.ContainsFunc(ss, func(s setting) bool { return s.name == k }) {
-				return c, fmt.Errorf("config file %s: unknown setting %q", *configFile, k)
-			}
-		}
-	}
-	fromEnv := map[string]bool{}
-	for _, s := range ss {
-		if fromFlag[groupOf(s)] {
-			continue
-		}
-		if env, v := firstEnv(s.envs, getenv); env != "" {
-			if err := s.value.Set(v); err != nil {
-				return c, fmt.Errorf("setting %s from %s: %w", s.name, env, err)
-			}
-			fromEnv[groupOf(s)] = true
-		}
-	}
-	for _, s := range ss {
-		raw, ok := file[s.name]
-		if !ok || fromFlag[groupOf(s)] || fromEnv[groupOf(s)] {
-			continue
-		}
-		v, err := scalar(raw)
-		if err == nil {
-			err = s.value.Set(v)
-		}
-		if err != nil {
-			return c, fmt.Errorf("setting %s from config file %s: %w", s.name, *configFile, err)
-		}
+	if err != nil {
+		return c, err
 	}
 	if raw, ok := file["sources"]; ok {
 		specs, err := parseSources(raw, getenv)
@@ -266,47 +173,6 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 		c.Sources = specs
 	}
 	return c, c.Validate()
-}
-
-// oneLine keeps the first line of a multi-line message (the YAML library adds an annotated excerpt).
-func oneLine(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return strings.TrimSpace(s[:i])
-	}
-	return s
-}
-
-func firstEnv(names []string, getenv func(string) string) (string, string) {
-	for _, n := range names {
-		if v := getenv(n); v != "" {
-			return n, v
-		}
-	}
-	return "", ""
-}
-
-// scalar turns a YAML value into the text a flag would have held; a list becomes a comma list.
-func scalar(v any) (string, error) {
-	switch x := v.(type) {
-	case nil:
-		return "", nil
-	case string:
-		return x, nil
-	case []any:
-		parts := make([]string, len(x))
-		for i, e := range x {
-			s, err := scalar(e)
-			if err != nil {
-				return "", err
-			}
-			parts[i] = s
-		}
-		return strings.Join(parts, ","), nil
-	case map[string]any:
-		return "", errors.New("want a single value or a list, got a map")
-	default:
-		return fmt.Sprint(x), nil
-	}
 }
 
 // topicName is what Kafka accepts as a topic name.

@@ -1,6 +1,7 @@
-package app
+package settings
 
 import (
+	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -9,7 +10,33 @@ import (
 	"time"
 )
 
-// flag.Value implementations for Config fields.
+// String returns a flag.Value that sets *p to the text as it is.
+func String(p *string) flag.Value { return (*stringValue)(p) }
+
+// List returns a flag.Value that sets *p from a comma list, trimming blanks and dropping empty items.
+func List(p *[]string) flag.Value { return (*listValue)(p) }
+
+// Bool returns a flag.Value that parses true or false (and the other strconv.ParseBool forms).
+func Bool(p *bool) flag.Value { return (*boolValue)(p) }
+
+// Duration returns a flag.Value that parses a Go duration such as 15s or 500ms.
+func Duration(p *time.Duration) flag.Value { return (*durationValue)(p) }
+
+// Bytes returns a flag.Value that parses a size in bytes, optionally with KiB, MiB, GiB, KB, MB, GB or B.
+func Bytes(p *int64) flag.Value { return (*bytesValue)(p) }
+
+// Level returns a flag.Value that parses a slog level: debug, info, warn or error.
+func Level(p *slog.Level) flag.Value { return (*levelValue)(p) }
+
+// File returns a flag.Value that sets *p to the contents of the named file, without trailing line ends
+// (a password or token mounted as a file).
+func File(p *string) flag.Value { return (*fileValue)(p) }
+
+// Int returns a flag.Value that parses a whole number.
+func Int(p *int) flag.Value { return (*intValue)(p) }
+
+// Int64 returns a flag.Value that parses a whole number.
+func Int64(p *int64) flag.Value { return (*int64Value)(p) }
 
 type stringValue string
 

@@ -1,0 +1,200 @@
+package settings
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/goccy/go-yaml"
+
+	"github.com/ssegate/ssegate/pkg/kafkaconn"
+)
+
+// ErrHelp is returned by Load when --help was asked for; the usage has been written.
+var ErrHelp = flag.ErrHelp
+
+// Setting is one configuration knob and where it can come from.
+type Setting struct {
+	// Name is the flag's name and the YAML key.
+	Name string
+	// Envs are the environment variables that set it, the first set one winning.
+	Envs []string
+	// Usage describes it, default included, for --help.
+	Usage string
+	// Value parses and stores it.
+	Value flag.Value
+	// Group names settings that write the same field; empty means the setting's own name.
+	Group string
+}
+
+func (s Setting) group() string {
+	if s.Group != "" {
+		return s.Group
+	}
+	return s.Name
+}
+
+// EnvName returns the conventional environment variable of a setting: prefix, then the name in upper case
+// with dashes as underscores (EnvName("SSEGATE_", "ring-bytes") is SSEGATE_RING_BYTES).
+func EnvName(prefix, name string) string {
+	return prefix + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+}
+
+// Kafka returns the settings of a Kafka connection (brokers, client id, TLS, SASL) writing into c, with
+// environment variables under prefix; the brokers can also come from KAFKA_BROKERS.
+func Kafka(c *kafkaconn.Config, prefix string) []Setting {
+	s := func(name, usage string, v flag.Value) Setting {
+		return Setting{Name: name, Envs: []string{EnvName(prefix, name)}, Usage: usage, Value: v}
+	}
+	return []Setting{
+		{
+			Name: "kafka-brokers", Envs: []string{"KAFKA_BROKERS", EnvName(prefix, "kafka-brokers")},
+			Usage: "Kafka seed brokers, host:port, comma-separated (required)", Value: List(&c.Brokers),
+		},
+		s("kafka-client-id", "client id sent to Kafka", String(&c.ClientID)),
+		s("kafka-tls", "connect to Kafka with TLS", Bool(&c.TLS.Enabled)),
+		s("kafka-tls-ca-file", "PEM file of CAs to trust (default: system roots); implies TLS", String(&c.TLS.CAFile)),
+		s("kafka-tls-cert-file", "PEM client certificate for mutual TLS; implies TLS", String(&c.TLS.CertFile)),
+		s("kafka-tls-key-file", "PEM key of the client certificate", String(&c.TLS.KeyFile)),
+		s("kafka-tls-server-name", "name to check in the brokers' certificates", String(&c.TLS.ServerName)),
+		s("kafka-tls-insecure-skip-verify", "do not verify broker certificates (tests only)", Bool(&c.TLS.InsecureSkipVerify)),
+		s("kafka-sasl-mechanism", "SASL mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (default: none)", String(&c.SASL.Mechanism)),
+		s("kafka-sasl-username", "SASL username", String(&c.SASL.Username)),
+		{
+			Name: "kafka-sasl-password", Envs: []string{EnvName(prefix, "kafka-sasl-password")}, Group: "kafka-sasl-password",
+			Usage: "SASL password (prefer the -file form or the environment)", Value: String(&c.SASL.Password),
+		},
+		{
+			Name: "kafka-sasl-password-file", Envs: []string{EnvName(prefix, "kafka-sasl-password-file")}, Group: "kafka-sasl-password",
+			Usage: "file holding the SASL password (wins over kafka-sasl-password from the same source)", Value: File(&c.SASL.Password),
+		},
+	}
+}
+
+// Options are what Load needs besides the settings.
+type Options struct {
+	// Program names the flag set in messages.
+	Program string
+	// ConfigUsage describes the --config flag.
+	ConfigUsage string
+	// ExtraKeys are YAML keys that are not settings but which the caller reads from the returned file map
+	// (for example a list of sources). Other unknown keys are errors.
+	ExtraKeys []string
+	// Out receives usage and flag errors.
+	Out io.Writer
+}
+
+// Load applies args (without the program name), the environment (getenv) and the YAML file named by
+// --config to ss, strongest first: a flag, then an environment variable, then the file; what none sets keeps
+// the value it had. It returns the file's top-level keys, for the caller's ExtraKeys. Errors name the
+// setting and the source at fault.
+func Load(ss []Setting, args []string, getenv func(string) string, o Options) (map[string]any, error) {
+	fs := flag.NewFlagSet(o.Program, flag.ContinueOnError)
+	fs.SetOutput(o.Out)
+	configFile := fs.String("config", "", o.ConfigUsage)
+	for _, s := range ss {
+		fs.Var(s.Value, s.Name, s.Usage+" (env "+strings.Join(s.Envs, " or ")+")")
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q (settings are flags: --name=value)", fs.Arg(0))
+	}
+	fromFlag := map[string]bool{} // by group
+	fs.Visit(func(f *flag.Flag) {
+		for _, s := range ss {
+			if s.Name == f.Name {
+				fromFlag[s.group()] = true
+			}
+		}
+	})
+
+	file := map[string]any{}
+	if *configFile != "" {
+		data, err := os.ReadFile(*configFile)
+		if err != nil {
+			return nil, fmt.Errorf("config file: %w", err)
+		}
+		if err := yaml.Unmarshal(data, &file); err != nil {
+			return nil, fmt.Errorf("config file %s: %s", *configFile, oneLine(err.Error()))
+		}
+		for k := range file {
+			if !slices.Contains(o.ExtraKeys, k) && !slices.ContainsFunc(ss, func(s Setting) bool { return s.Name == k }) {
+				return nil, fmt.Errorf("config file %s: unknown setting %q", *configFile, k)
+			}
+		}
+	}
+	// The environment first, then the file, each skipping groups that a stronger source already set.
+	fromEnv := map[string]bool{}
+	for _, s := range ss {
+		if fromFlag[s.group()] {
+			continue
+		}
+		if env, v := firstEnv(s.Envs, getenv); env != "" {
+			if err := s.Value.Set(v); err != nil {
+				return nil, fmt.Errorf("setting %s from %s: %w", s.Name, env, err)
+			}
+			fromEnv[s.group()] = true
+		}
+	}
+	for _, s := range ss {
+		raw, ok := file[s.Name]
+		if !ok || fromFlag[s.group()] || fromEnv[s.group()] {
+			continue
+		}
+		v, err := scalar(raw)
+		if err == nil {
+			err = s.Value.Set(v)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("setting %s from config file %s: %w", s.Name, *configFile, err)
+		}
+	}
+	return file, nil
+}
+
+// oneLine keeps the first line of a multi-line message (the YAML library adds an annotated excerpt).
+func oneLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return strings.TrimSpace(s[:i])
+	}
+	return s
+}
+
+func firstEnv(names []string, getenv func(string) string) (string, string) {
+	for _, n := range names {
+		if v := getenv(n); v != "" {
+			return n, v
+		}
+	}
+	return "", ""
+}
+
+// scalar turns a YAML value into the text a flag would have held; a list becomes a comma list.
+func scalar(v any) (string, error) {
+	switch x := v.(type) {
+	case nil:
+		return "", nil
+	case string:
+		return x, nil
+	case []any:
+		parts := make([]string, len(x))
+		for i, e := range x {
+			s, err := scalar(e)
+			if err != nil {
+				return "", err
+			}
+			parts[i] = s
+		}
+		return strings.Join(parts, ","), nil
+	case map[string]any:
+		return "", errors.New("want a single value or a list, got a map")
+	default:
+		return fmt.Sprint(x), nil
+	}
+}

@@ -1,0 +1,102 @@
+package settings
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+type conf struct {
+	Name     string
+	Every    time.Duration
+	Secret   string
+	Sections []string
+}
+
+func (c *conf) settings() []Setting {
+	return []Setting{
+		{Name: "name", Envs: []string{"T_NAME"}, Value: String(&c.Name)},
+		{Name: "every", Envs: []string{"T_EVERY"}, Value: Duration(&c.Every)},
+		{Name: "secret", Envs: []string{"T_SECRET"}, Value: String(&c.Secret), Group: "secret"},
+		{Name: "secret-file", Envs: []string{"T_SECRET_FILE"}, Value: File(&c.Secret), Group: "secret"},
+		{Name: "sections", Envs: []string{"T_SECTIONS"}, Value: List(&c.Sections)},
+	}
+}
+
+func TestLoadPrecedence(t *testing.T) {
+	dir := t.TempDir()
+	secretFile := filepath.Join(dir, "secret")
+	if err := os.WriteFile(secretFile, []byte("from-file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	yamlFile := filepath.Join(dir, "c.yaml")
+	if err := os.WriteFile(yamlFile, []byte("name: yaml\nevery: 3s\nsections: [a, b]\nsecret-file: "+secretFile+"\nextra: [1]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  map[string]string
+		want conf
+	}{
+		{"file only", []string{"--config", yamlFile}, nil, conf{"yaml", 3 * time.Second, "from-file", []string{"a", "b"}}},
+		{
+			"env beats file",
+			[]string{"--config", yamlFile},
+			map[string]string{"T_NAME": "env", "T_SECRET": "env-secret"},
+			conf{"env", 3 * time.Second, "env-secret", []string{"a", "b"}},
+		},
+		{
+			"flag beats env",
+			[]string{"--config", yamlFile, "--name=flag", "--secret=flag-secret"},
+			map[string]string{"T_NAME": "env", "T_SECRET_FILE": secretFile},
+			conf{"flag", 3 * time.Second, "flag-secret", []string{"a", "b"}},
+		},
+		{"defaults kept", nil, nil, conf{Name: "default", Every: time.Second}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := conf{Name: "default", Every: time.Second}
+			file, err := Load(c.settings(), tc.args, func(k string) string { return tc.env[k] }, Options{ExtraKeys: []string{"extra"}, Out: io.Discard})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Name != tc.want.Name || c.Every != tc.want.Every || c.Secret != tc.want.Secret || strings.Join(c.Sections, ",") != strings.Join(tc.want.Sections, ",") {
+				t.Fatalf("got %+v, want %+v", c, tc.want)
+			}
+			if len(tc.args) > 0 && file["extra"] == nil {
+				t.Fatal("the extra key is not returned")
+			}
+		})
+	}
+}
+
+func TestLoadErrorsNameTheSetting(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte("nope: 1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{"bad env value", nil, map[string]string{"T_EVERY": "soon"}, "setting every from T_EVERY"},
+		{"bad flag value", []string{"--every=soon"}, nil, "every"},
+		{"unknown key", []string{"--config", bad}, nil, `unknown setting "nope"`},
+		{"positional", []string{"x"}, nil, `unexpected argument "x"`},
+		{"missing file", []string{"--config", filepath.Join(dir, "none.yaml")}, nil, "config file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var c conf
+			_, err := Load(c.settings(), tc.args, func(k string) string { return tc.env[k] }, Options{Out: io.Discard})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want it to contain %q", err, tc.want)
+			}
+		})
+	}
+}
