@@ -575,3 +575,42 @@ func TestSlowClientCatchesUp(t *testing.T) {
 		t.Errorf("the stalled client never caught up through Kafka (resumes from kafka = %v)", v)
 	}
 }
+
+// TestResyncAheadRecreatedTopic: an id from before the topic was deleted and created again points past the
+// new topic's end; the client gets an ahead resync and continues from the new topic's live tail.
+func TestResyncAheadRecreatedTopic(t *testing.T) {
+	topic := kafkatest.NewTopic(t, 1, nil)
+	cl := kafkatest.Client(t, kgo.DefaultProduceTopic(topic))
+	produceN(t, cl, 0, 5, 10)
+	ctx := kafkatest.Context(t)
+	adm := kafkatest.Admin(t)
+	if _, err := adm.DeleteTopic(ctx, topic); err != nil {
+		t.Fatalf("delete topic: %v", err)
+	}
+	kafkatest.WaitFor(t, 30*time.Second, "the topic to be created again", func() bool {
+		resp, err := adm.CreateTopic(ctx, 1, 1, nil, topic)
+		return err == nil && resp.Err == nil
+	})
+	// A new client: the old one's metadata describes the deleted topic. The producer retries until the new
+	// topic has a leader.
+	cl2 := kafkatest.Client(t, kgo.DefaultProduceTopic(topic))
+	produceN(t, cl2, 100, 2, 10)
+	g := startGateway(t, []string{topic}, nil)
+	g.waitReady(t)
+	_, p, body, err := openStream(ctx, g.url+"/streams/"+topic, "v1:0-4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = body.Close() }()
+	d, id := resyncOf(t, p)
+	want := stream.ResyncData{Reason: "ahead", Partitions: []stream.ResyncPartition{
+		{Partition: 0, Requested: 5, LowWatermark: 0, ResumesAt: 2, Skipped: 0},
+	}}
+	if fmt.Sprint(d) != fmt.Sprint(want) || id != "v1:0-1" {
+		t.Fatalf("resync = %+v id %q, want %+v id v1:0-1", d, id, want)
+	}
+	produceN(t, cl2, 102, 1, 10)
+	if ev := readN(t, p, 1)[0]; ev.ID != "v1:0-2" || !strings.Contains(ev.Data, `"seq":102`) {
+		t.Fatalf("after the resync: %+v", ev)
+	}
+}
