@@ -249,14 +249,7 @@ func TestSASL(t *testing.T) {
 				c.Kafka.SASL = kafkaconn.SASLConfig{Mechanism: tc.mech, Username: tc.user, Password: tc.pass}
 			})
 			if !tc.ok {
-				// Over several metadata attempts it must never turn ready.
-				for end := time.Now().Add(3 * time.Second); time.Now().Before(end); {
-					code, body := get(t, g.url+"/readyz")
-					if code != http.StatusServiceUnavailable {
-						t.Fatalf("with a wrong password readyz = %d %s", code, body)
-					}
-					<-time.After(100 * time.Millisecond)
-				}
+				g.neverReady(t, 3*time.Second, "with a wrong password")
 				return
 			}
 			g.waitReady(t)
@@ -293,12 +286,7 @@ func TestTLS(t *testing.T) {
 				c.Kafka.TLS = tc.tls
 			})
 			if !tc.ok {
-				for end := time.Now().Add(3 * time.Second); time.Now().Before(end); {
-					if code, body := get(t, g.url+"/readyz"); code != http.StatusServiceUnavailable {
-						t.Fatalf("without the CA readyz = %d %s", code, body)
-					}
-					<-time.After(100 * time.Millisecond)
-				}
+				g.neverReady(t, 3*time.Second, "without the CA")
 				return
 			}
 			g.waitReady(t)
@@ -310,5 +298,16 @@ func TestTLS(t *testing.T) {
 				t.Fatalf("event = %+v", ev)
 			}
 		})
+	}
+}
+
+// neverReady checks, over several metadata attempts, that the gateway does not turn ready.
+func (g *gateway) neverReady(t *testing.T, d time.Duration, why string) {
+	t.Helper()
+	for end := time.Now().Add(d); time.Now().Before(end); {
+		if code, body := get(t, g.url+"/readyz"); code != http.StatusServiceUnavailable {
+			t.Fatalf("%s readyz = %d %s", why, code, body)
+		}
+		<-time.After(100 * time.Millisecond)
 	}
 }
