@@ -29,6 +29,9 @@ type Setting struct {
 	Value flag.Value
 	// Group names settings that write the same field; empty means the setting's own name.
 	Group string
+	// FlagOnly settings are flags only: Envs is ignored and the file may not hold them as keys. False (the
+	// default) means all three sources.
+	FlagOnly bool
 }
 
 func (s Setting) group() string {
@@ -97,6 +100,10 @@ func Load(ss []Setting, args []string, getenv func(string) string, o Options) (m
 	fs.SetOutput(o.Out)
 	configFile := fs.String("config", "", o.ConfigUsage)
 	for _, s := range ss {
+		if s.FlagOnly {
+			fs.Var(s.Value, s.Name, s.Usage+" (flag only)")
+			continue
+		}
 		fs.Var(s.Value, s.Name, s.Usage+" (env "+strings.Join(s.Envs, " or ")+")")
 	}
 	if err := fs.Parse(args); err != nil {
@@ -124,7 +131,7 @@ func Load(ss []Setting, args []string, getenv func(string) string, o Options) (m
 			return nil, fmt.Errorf("config file %s: %s", *configFile, oneLine(err.Error()))
 		}
 		for k := range file {
-			if !slices.Contains(o.ExtraKeys, k) && !slices.ContainsFunc(ss, func(s Setting) bool { return s.Name == k }) {
+			if !slices.Contains(o.ExtraKeys, k) && !slices.ContainsFunc(ss, func(s Setting) bool { return s.Name == k && !s.FlagOnly }) {
 				return nil, fmt.Errorf("config file %s: unknown setting %q", *configFile, k)
 			}
 		}
@@ -132,7 +139,7 @@ func Load(ss []Setting, args []string, getenv func(string) string, o Options) (m
 	// The environment first, then the file, each skipping groups that a stronger source already set.
 	fromEnv := map[string]bool{}
 	for _, s := range ss {
-		if fromFlag[s.group()] {
+		if fromFlag[s.group()] || s.FlagOnly {
 			continue
 		}
 		if env, v := firstEnv(s.Envs, getenv); env != "" {
@@ -144,7 +151,7 @@ func Load(ss []Setting, args []string, getenv func(string) string, o Options) (m
 	}
 	for _, s := range ss {
 		raw, ok := file[s.Name]
-		if !ok || fromFlag[s.group()] || fromEnv[s.group()] {
+		if !ok || s.FlagOnly || fromFlag[s.group()] || fromEnv[s.group()] {
 			continue
 		}
 		v, err := scalar(raw)

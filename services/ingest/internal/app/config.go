@@ -19,7 +19,7 @@ import (
 // Config is the ingest service's configuration. Every field but Sources can be set by a flag (--name), an
 // environment variable (SSEGATE_INGEST_NAME with dashes as underscores; KAFKA_BROKERS for the brokers) and
 // a key of the YAML file given by --config, in that order of precedence. Sources come from the file's
-// "sources" list.
+// "sources" list, or a single source from the flags --url, --topic and friends (never both).
 type Config struct {
 	// Kafka is how to reach the cluster: brokers (required), TLS, SASL.
 	Kafka kafkaconn.Config
@@ -156,7 +156,8 @@ var ErrHelp = settings.ErrHelp
 // YAML file named by --config, and validates it. Usage and flag errors are written to out.
 func Load(args []string, getenv func(string) string, out io.Writer) (Config, error) {
 	c := defaults()
-	file, err := settings.Load(settingsOf(&c), args, getenv, settings.Options{
+	var fs flagSource
+	file, err := settings.Load(append(settingsOf(&c), fs.settings()...), args, getenv, settings.Options{
 		Program:     "ingest",
 		ConfigUsage: "YAML file with the sources list and optional settings (keys are the flag names)",
 		ExtraKeys:   []string{"sources"},
@@ -171,6 +172,16 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 			return c, err
 		}
 		c.Sources = specs
+	}
+	if fs.set() {
+		if len(c.Sources) > 0 {
+			return c, errFlagAndFile
+		}
+		spec, err := fs.spec(getenv)
+		if err != nil {
+			return c, err
+		}
+		c.Sources = []source.Spec{spec}
 	}
 	return c, c.Validate()
 }
@@ -226,7 +237,7 @@ func (c Config) Validate() error {
 		}
 	}
 	if len(c.Sources) == 0 {
-		return errors.New("invalid setting sources (config file): at least one source is required")
+		return errors.New("invalid setting sources (config file, or --url and --topic): at least one source is required")
 	}
 	seen := map[string]bool{}
 	for i, s := range c.Sources {
