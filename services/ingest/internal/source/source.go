@@ -417,11 +417,16 @@ func (s *Source) batch(ctx context.Context, p *txn.Producer, items <-chan item, 
 	timer.Stop()
 	defer timer.Stop()
 	var tick <-chan time.Time
+	var sent []item // the records of the open transaction, for redoTooLarge
 	commit := func(cctx context.Context) error {
 		if n == 0 {
 			return nil
 		}
-		if err := p.Commit(cctx, pendingID); err != nil {
+		err := p.Commit(cctx, pendingID)
+		if err != nil && errors.Is(err, txn.ErrProduce) && txn.IsTooLarge(err) {
+			records, dead, err = s.redoTooLarge(cctx, p, sent, pendingID)
+		}
+		if err != nil {
 			s.stats.Aborts.Add(1)
 			return err
 		}
@@ -429,6 +434,8 @@ func (s *Source) batch(ctx context.Context, p *txn.Producer, items <-chan item, 
 		s.stats.Records.Add(int64(records))
 		s.stats.DeadLettered.Add(int64(dead))
 		committed, n, records, dead, tick = pendingID, 0, 0, 0, nil
+		clear(sent)
+		sent = sent[:0]
 		s.setCommitted(committed)
 		return nil
 	}
@@ -451,6 +458,7 @@ func (s *Source) batch(ctx context.Context, p *txn.Producer, items <-chan item, 
 				if err := p.Add(ctx, it.rec); err != nil {
 					return fail(err)
 				}
+				sent = append(sent, it)
 				if it.rec.Topic == s.opt.DeadLetterTopic && it.rec.Topic != s.spec.Topic {
 					dead++
 				} else {

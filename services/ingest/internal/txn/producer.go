@@ -3,10 +3,12 @@ package txn
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -43,6 +45,7 @@ type Producer struct {
 
 	mu       sync.Mutex
 	firstErr error
+	tooLarge []*kgo.Record // records of the open transaction refused as too large; guarded by mu
 }
 
 // Open creates the source's transactional client, fences earlier producers with the same transactional
@@ -103,11 +106,12 @@ func (p *Producer) begin() error {
 	p.n = 0
 	p.mu.Lock()
 	p.firstErr = nil
+	p.tooLarge = nil
 	p.mu.Unlock()
 	return nil
 }
 
-func (p *Producer) promise(_ *kgo.Record, err error) {
+func (p *Producer) promise(r *kgo.Record, err error) {
 	if err == nil {
 		return
 	}
@@ -115,7 +119,50 @@ func (p *Producer) promise(_ *kgo.Record, err error) {
 	if p.firstErr == nil {
 		p.firstErr = err
 	}
+	if IsTooLarge(err) {
+		p.tooLarge = append(p.tooLarge, r)
+	}
 	p.mu.Unlock()
+}
+
+// IsTooLarge reports whether err says a record (or the batch holding it) is over a size limit of the
+// broker or topic (max.message.bytes): retrying the same record cannot succeed.
+func IsTooLarge(err error) bool {
+	return errors.Is(err, kerr.MessageTooLarge) || errors.Is(err, kerr.RecordListTooLarge)
+}
+
+// TooLarge returns the records of the open (failed) transaction that were refused as too large. The
+// broker refuses a whole batch, so these are suspects: the culprit is among them, but small records sent
+// in the same batch are refused with it. Send tells them apart.
+func (p *Producer) TooLarge() []*kgo.Record {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]*kgo.Record(nil), p.tooLarge...)
+}
+
+// Send produces rec in the open transaction alone in its batch and waits for it: it flushes what is
+// buffered first, then rec. It returns the first produce error of the transaction so far (wrapped in
+// ErrProduce), which after a refusal of rec alone says that rec itself is too large.
+func (p *Producer) Send(ctx context.Context, rec *kgo.Record) error {
+	if err := p.begin(); err != nil {
+		return err
+	}
+	for _, r := range []*kgo.Record{nil, rec} {
+		if r != nil {
+			p.n++
+			p.cl.Produce(ctx, r, p.promise)
+		}
+		if err := p.cl.Flush(ctx); err != nil {
+			return fmt.Errorf("txn: flush: %w", err)
+		}
+		p.mu.Lock()
+		perr := p.firstErr
+		p.mu.Unlock()
+		if perr != nil {
+			return fmt.Errorf("%w: %w", ErrProduce, perr)
+		}
+	}
+	return nil
 }
 
 // Commit writes the checkpoint id in the open transaction (beginning one if there is none, so an id that
