@@ -100,3 +100,23 @@ func TestLoadErrorsNameTheSetting(t *testing.T) {
 		})
 	}
 }
+
+func TestFlagOnly(t *testing.T) {
+	var v string
+	ss := []Setting{{Name: "url", Envs: []string{"T_URL"}, Value: String(&v), FlagOnly: true}}
+	getenv := func(k string) string { return map[string]string{"T_URL": "from-env"}[k] }
+	if _, err := Load(ss, nil, getenv, Options{Program: "t", Out: io.Discard}); err != nil || v != "" {
+		t.Fatalf("environment: value %q, err %v; want it ignored", v, err)
+	}
+	if _, err := Load(ss, []string{"--url", "from-flag"}, getenv, Options{Program: "t", Out: io.Discard}); err != nil || v != "from-flag" {
+		t.Fatalf("flag: value %q, err %v", v, err)
+	}
+	yamlFile := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(yamlFile, []byte("url: from-file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(ss, []string{"--config", yamlFile}, getenv, Options{Program: "t", Out: io.Discard})
+	if err == nil || !strings.Contains(err.Error(), `unknown setting "url"`) {
+		t.Fatalf("file key of a flag-only setting: error %v, want unknown setting", err)
+	}
+}
