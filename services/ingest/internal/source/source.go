@@ -395,14 +395,20 @@ func (s *Source) deadLetter(afterID string, cause error) *kgo.Record {
 	if errors.Is(cause, sse.ErrLineTooLong) {
 		reason = "line-too-long"
 	}
-	val, _ := json.Marshal(map[string]string{"source": s.spec.Name, "after_id": afterID, "reason": reason})
+	return s.deadLetterRecord("after_id", afterID, reason)
+}
+
+// deadLetterRecord builds a dead-letter record: JSON {"source", idField: id, "reason"} keyed by the source,
+// with the source, id and reason also as headers.
+func (s *Source) deadLetterRecord(idField, id, reason string) *kgo.Record {
+	val, _ := json.Marshal(map[string]string{"source": s.spec.Name, idField: id, "reason": reason})
 	return &kgo.Record{
 		Topic: s.opt.DeadLetterTopic,
 		Key:   []byte(s.spec.Name),
 		Value: val,
 		Headers: []kgo.RecordHeader{
 			{Key: HeaderSource, Value: []byte(s.spec.Name)},
-			{Key: HeaderID, Value: []byte(afterID)},
+			{Key: HeaderID, Value: []byte(id)},
 			{Key: "reason", Value: []byte(reason)},
 		},
 	}

@@ -2,7 +2,6 @@ package source
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -93,15 +92,5 @@ func (s *Source) markTooLarge(sent []item, rec *kgo.Record, cause error) *kgo.Re
 	if s.opt.DeadLetterTopic == "" {
 		return nil
 	}
-	val, _ := json.Marshal(map[string]string{"source": s.spec.Name, "id": id, "reason": reasonRecordTooLarge})
-	return &kgo.Record{
-		Topic: s.opt.DeadLetterTopic,
-		Key:   []byte(s.spec.Name),
-		Value: val,
-		Headers: []kgo.RecordHeader{
-			{Key: HeaderSource, Value: []byte(s.spec.Name)},
-			{Key: HeaderID, Value: []byte(id)},
-			{Key: "reason", Value: []byte(reasonRecordTooLarge)},
-		},
-	}
+	return s.deadLetterRecord("id", id, reasonRecordTooLarge)
 }
