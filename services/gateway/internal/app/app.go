@@ -65,6 +65,8 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 			Retry:        cfg.Retry,
 			WriteTimeout: cfg.WriteTimeout,
 			Drain:        cfg.Drain,
+			Writers:      cfg.Writers,
+			Linger:       cfg.WriteLinger,
 			Logger:       log,
 		}),
 		stats:        map[string]*stream.Stats{},
@@ -89,10 +91,12 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 		}
 	}
 	if a.telemetry, err = newTelemetry(f, a.stats, a.replays); err != nil {
+		a.streams.Close()
 		return nil, err
 	}
 	var lc net.ListenConfig
 	if a.ln, err = lc.Listen(context.Background(), "tcp", cfg.Listen); err != nil {
+		a.streams.Close()
 		return nil, fmt.Errorf("listen on %s: %w", cfg.Listen, err)
 	}
 	a.srv = &http.Server{
@@ -138,6 +142,10 @@ func (a *App) Run(ctx context.Context) error {
 		a.log.Warn("streams still open after the drain window; closing them", "err", serr)
 		_ = a.srv.Close()
 	}
+	if werr := a.streams.Wait(sctx); werr != nil {
+		a.log.Warn("streams still open after the drain window; closing them", "err", werr)
+	}
+	a.streams.Close()
 	stopFeed()
 	wg.Wait()
 	if terr := a.telemetry.shutdown(sctx); terr != nil && !errors.Is(terr, context.DeadlineExceeded) {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"regexp"
+	"runtime"
 	"slices"
 	"time"
 
@@ -35,6 +36,12 @@ type Config struct {
 	// WriteTimeout bounds each write to a client; a client that does not take its bytes in time is
 	// disconnected (it resumes from its last id). Default 10s.
 	WriteTimeout time.Duration
+	// Writers is the number of writer goroutines that serve idle HTTP/1.1 streams after their connections
+	// are taken over from net/http; 0 keeps a goroutine per stream. Default: the number of CPUs Go uses.
+	Writers int
+	// WriteLinger is how long the writers wait after new frames arrive before writing them, so that more
+	// frames go out per write: more throughput for more latency. Default 0 (write at once).
+	WriteLinger time.Duration
 	// Drain is the window over which open streams are closed at shutdown, each at a random moment in it.
 	// Default 10s; zero closes them all at once.
 	Drain time.Duration
@@ -65,6 +72,7 @@ func defaults() Config {
 		Heartbeat:        15 * time.Second,
 		Retry:            3 * time.Second,
 		WriteTimeout:     10 * time.Second,
+		Writers:          runtime.GOMAXPROCS(0),
 		Drain:            10 * time.Second,
 		MetadataInterval: 10 * time.Second,
 		Prefill:          10000,
@@ -85,6 +93,8 @@ func settingsOf(c *Config) []settings.Setting {
 		s("heartbeat", "default idle time before a keep-alive comment; 0 means none", settings.Duration(&c.Heartbeat)),
 		s("retry", "reconnection delay sent to clients in the retry: line", settings.Duration(&c.Retry)),
 		s("write-timeout", "time a client has to take each write before it is disconnected", settings.Duration(&c.WriteTimeout)),
+		s("writers", "writer goroutines serving idle HTTP/1.1 streams; 0 keeps a goroutine per stream", settings.Int(&c.Writers)),
+		s("write-linger", "wait after new frames before writing them, to batch writes; 0 writes at once", settings.Duration(&c.WriteLinger)),
 		s("drain", "window over which streams are closed at shutdown; 0 closes them at once", settings.Duration(&c.Drain)),
 		s("metadata-interval", "how often to look for new topics and partitions", settings.Duration(&c.MetadataInterval)),
 		s("prefill", "latest records per partition read into the ring at start; 0 means none", settings.Int64(&c.Prefill)),
@@ -145,6 +155,8 @@ func (c Config) Validate() error {
 		{"heartbeat", c.Heartbeat < 0, "zero or positive"},
 		{"retry", c.Retry < time.Millisecond, "at least 1ms"},
 		{"write-timeout", c.WriteTimeout < time.Millisecond, "at least 1ms"},
+		{"writers", c.Writers < 0 || c.Writers > 1024, "from 0 to 1024"},
+		{"write-linger", c.WriteLinger < 0 || c.WriteLinger > time.Second, "from 0 to 1s"},
 		{"drain", c.Drain < 0, "zero or positive"},
 		{"metadata-interval", c.MetadataInterval < 100*time.Millisecond, "at least 100ms"},
 		{"prefill", c.Prefill < 0, "zero or positive"},

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -70,6 +71,7 @@ func TestLoadDefaults(t *testing.T) {
 	want.Heartbeat = 15 * time.Second
 	want.Retry = 3 * time.Second
 	want.WriteTimeout = 10 * time.Second
+	want.Writers = runtime.GOMAXPROCS(0)
 	want.Drain = 10 * time.Second
 	want.MetadataInterval = 10 * time.Second
 	want.Prefill = 10000
@@ -124,7 +126,7 @@ func TestLoadSources(t *testing.T) {
 			name: "every setting as a flag",
 			args: []string{
 				"--kafka-brokers=f1:1,f2:2", "--topics=a,b", "--listen=:9999", "--ring-bytes=1GiB",
-				"--heartbeat=0", "--retry=1500ms", "--write-timeout=2s", "--drain=0", "--metadata-interval=1m",
+				"--heartbeat=0", "--retry=1500ms", "--write-timeout=2s", "--writers=0", "--write-linger=2ms", "--drain=0", "--metadata-interval=1m",
 				"--demo-topic=b", "--log-level=debug", "--kafka-client-id=gw", "--kafka-tls",
 				"--kafka-tls-ca-file=/ca.pem", "--kafka-tls-cert-file=/c.pem", "--kafka-tls-key-file=/k.pem",
 				"--kafka-tls-server-name=kafka.local", "--kafka-tls-insecure-skip-verify=true",
@@ -139,6 +141,8 @@ func TestLoadSources(t *testing.T) {
 				c.Heartbeat = 0
 				c.Retry = 1500 * time.Millisecond
 				c.WriteTimeout = 2 * time.Second
+				c.Writers = 0
+				c.WriteLinger = 2 * time.Millisecond
 				c.Drain = 0
 				c.MetadataInterval = time.Minute
 				c.DemoTopic = "b"
@@ -414,6 +418,9 @@ func TestLoadInvalid(t *testing.T) {
 		{name: "retry zero", args: []string{"--retry=0"}, env: minimalEnv, want: []string{"retry"}},
 		{name: "write-timeout zero", env: withEnv(map[string]string{"SSEGATE_WRITE_TIMEOUT": "0s"}), want: []string{"write-timeout"}},
 		{name: "drain negative", args: []string{"--drain=-1s"}, env: minimalEnv, want: []string{"drain"}},
+		{name: "writers negative", args: []string{"--writers=-1"}, env: minimalEnv, want: []string{"writers", "SSEGATE_WRITERS", "from 0 to 1024"}},
+		{name: "writers not a number", env: withEnv(map[string]string{"SSEGATE_WRITERS": "two"}), want: []string{"writers", "SSEGATE_WRITERS", "two"}},
+		{name: "write-linger above 1s", args: []string{"--write-linger=2s"}, env: minimalEnv, want: []string{"write-linger", "from 0 to 1s"}},
 		{name: "metadata-interval too short", args: []string{"--metadata-interval=10ms"}, env: minimalEnv, want: []string{"metadata-interval"}},
 		{name: "demo-topic not served", args: []string{"--demo-topic=other"}, env: minimalEnv, want: []string{"demo-topic"}},
 		{name: "log-level unknown", env: withEnv(map[string]string{"SSEGATE_LOG_LEVEL": "loud"}), want: []string{"log-level", "loud"}},
@@ -482,6 +489,9 @@ func TestValidateNamesSetting(t *testing.T) {
 	}{
 		{"heartbeat zero is fine", func(c *Config) { c.Heartbeat = 0 }, ""},
 		{"drain zero is fine", func(c *Config) { c.Drain = 0 }, ""},
+		{"writers zero is fine", func(c *Config) { c.Writers = 0 }, ""},
+		{"write-linger 1s is fine", func(c *Config) { c.WriteLinger = time.Second }, ""},
+		{"write-linger negative", func(c *Config) { c.WriteLinger = -time.Millisecond }, "write-linger"},
 		{"ring-bytes exactly 64KiB is fine", func(c *Config) { c.RingBytes = 64 << 10 }, ""},
 		{"metadata-interval exactly 100ms is fine", func(c *Config) { c.MetadataInterval = 100 * time.Millisecond }, ""},
 		{"retry 1ms is fine", func(c *Config) { c.Retry = time.Millisecond }, ""},

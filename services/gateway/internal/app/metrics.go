@@ -56,7 +56,8 @@ func newTelemetry(f *feed.Feed, stats map[string]*stream.Stats, replays *replay.
 	replayReads, err16 := m.Int64ObservableCounter("ssegate.replay.reads", metric.WithDescription("Replay reads started"))
 	replayRecords, err17 := m.Int64ObservableCounter("ssegate.replay.records", metric.WithDescription("Records read by replay reads"))
 	cacheHits, err18 := m.Int64ObservableCounter("ssegate.replay.cache.hits", metric.WithDescription("Replay blocks served from the shared cache or another connection's read instead of Kafka"))
-	for _, err := range []error{err1, err2, err3, err4, err5, err6, err7, err8, err9, err10, err11, err12, err13, err14, err15, err16, err17, err18} {
+	parked, err19 := m.Int64ObservableGauge("ssegate.connections.parked", metric.WithDescription("SSE connections served by the writer pool now (part of the open ones)"))
+	for _, err := range []error{err1, err2, err3, err4, err5, err6, err7, err8, err9, err10, err11, err12, err13, err14, err15, err16, err17, err18, err19} {
 		if err != nil {
 			return nil, fmt.Errorf("metric instrument: %w", err)
 		}
@@ -76,6 +77,7 @@ func newTelemetry(f *feed.Feed, stats map[string]*stream.Stats, replays *replay.
 		for _, name := range f.Topics() {
 			st, ta := stats[name], topicAttrs[name]
 			o.ObserveInt64(open, st.Open.Load(), ta)
+			o.ObserveInt64(parked, st.Parked.Load(), ta)
 			o.ObserveInt64(frames, st.Frames.Load(), ta)
 			o.ObserveInt64(written, st.Bytes.Load(), ta)
 			for i, r := range reasons {
@@ -106,7 +108,7 @@ func newTelemetry(f *feed.Feed, stats map[string]*stream.Stats, replays *replay.
 		o.ObserveInt64(cacheHits, replays.Stats.CacheHits.Load())
 		f.Lag(func(topic string, p int32, l int64) { o.ObserveInt64(lag, l, partitionAttrs(topic, p)) })
 		return nil
-	}, open, frames, written, closed, lag, ringBytes, ringFrames, ringOldest, evicted,
+	}, open, parked, frames, written, closed, lag, ringBytes, ringFrames, ringOldest, evicted,
 		resumes, resyncs, skipped, replayInUse, replayWaiting, replaySeconds, replayReads, replayRecords, cacheHits)
 	if err != nil {
 		return nil, fmt.Errorf("metric callback: %w", err)

@@ -190,6 +190,14 @@ func (r *Ring) Read(from uint64, spans [][]byte, maxBytes int) ([][]byte, uint64
 	return spans, next, r.wake, nil
 }
 
+// Wake returns the channel the next Publish closes. A caller that reads everything up to the head after
+// taking it misses no frame: frames published after the read close it.
+func (r *Ring) Wake() <-chan struct{} {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.wake
+}
+
 // Stats is a snapshot of a ring's size.
 type Stats struct {
 	Frames  int    // frames held

@@ -21,10 +21,17 @@ const (
 	numReasons
 )
 
+// Detached is what Server.Serve returns for a stream it handed to the writer pool; the stream's end is
+// counted in its Stats. It is not a reason a stream ends.
+const Detached CloseReason = -1
+
 var reasonNames = [numReasons]string{"client_gone", "behind", "write_failed", "shutdown", "replay_failed"}
 
 // String returns the reason's label, e.g. "client_gone".
 func (r CloseReason) String() string {
+	if r == Detached {
+		return "detached"
+	}
 	if r < 0 || r >= numReasons {
 		return "unknown"
 	}

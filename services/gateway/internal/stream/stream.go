@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/ssegate/ssegate/pkg/position"
@@ -29,6 +30,12 @@ type Config struct {
 	Drain time.Duration
 	// MaxWriteBytes bounds the frame bytes written between two flushes. Zero means 256 KiB.
 	MaxWriteBytes int
+	// Writers is the number of writer goroutines that serve idle HTTP/1.1 streams, whose connections are
+	// taken over from net/http (see pool.go). Zero means none: every stream keeps its handler goroutine.
+	Writers int
+	// Linger is how long the writer pool waits after a publish before it writes, so that more frames go out
+	// in each write. Zero means it writes at once.
+	Linger time.Duration
 	// Logger receives connection logs. Nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -47,6 +54,7 @@ var ResyncReasons = [numResyncs]string{ResyncRetention, ResyncAhead, ResyncInval
 // Stats are a topic's connection counters. The zero value is ready to use.
 type Stats struct {
 	Open   atomic.Int64 // connections open now
+	Parked atomic.Int64 // connections served by the writer pool now (a part of Open)
 	Frames atomic.Int64 // frames written
 	Bytes  atomic.Int64 // bytes written, frames and everything else
 	Closed [numReasons]atomic.Int64
@@ -63,9 +71,10 @@ type Server struct {
 	log       *slog.Logger
 	drainOnce sync.Once
 	draining  chan struct{}
+	pool      *pool // nil when Writers is zero
 }
 
-// NewServer returns a Server with cfg's zero fields set to their defaults.
+// NewServer returns a Server with cfg's zero fields set to their defaults. With a writer pool, Close stops it.
 func NewServer(cfg Config) *Server {
 	if cfg.Retry == 0 {
 		cfg.Retry = 3 * time.Second
@@ -79,43 +88,69 @@ func NewServer(cfg Config) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Server{cfg: cfg, log: cfg.Logger, draining: make(chan struct{})}
+	s := &Server{cfg: cfg, log: cfg.Logger, draining: make(chan struct{})}
+	if cfg.Writers > 0 {
+		s.pool = newPool(s, cfg.Writers, cfg.Linger)
+	}
+	return s
 }
 
 // Drain makes every open and future stream end within the drain window.
 func (s *Server) Drain() { s.drainOnce.Do(func() { close(s.draining) }) }
 
+// Wait waits until every stream whose connection was taken over from net/http has ended (http.Server's
+// Shutdown does not wait for those), or ctx ends.
+func (s *Server) Wait(ctx context.Context) error {
+	if s.pool == nil {
+		return nil
+	}
+	return s.pool.wait(ctx)
+}
+
+// Close ends every stream whose connection was taken over from net/http at once, and stops the writer pool.
+func (s *Server) Close() {
+	if s.pool != nil {
+		s.pool.close()
+	}
+}
+
 // Serve streams topic t to the client from the position p asks for (see Params) until the client leaves, the
-// server drains, or a write or a Kafka replay fails. The caller has validated the request. stats may be
-// shared by many connections.
+// server drains, or a write or a Kafka replay fails, and returns why it ended. The caller has validated the
+// request. stats may be shared by many connections.
+//
+// With a writer pool, an HTTP/1.1 stream without filters is taken over from net/http: Serve returns
+// Detached once it is idle and handed to the pool, and its end is counted in stats alone.
 func (s *Server) Serve(w http.ResponseWriter, r *http.Request, t *Topic, p Params, stats *Stats) CloseReason {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
 
 	stats.Open.Add(1)
-	defer stats.Open.Add(-1)
-	c := conn{s: s, w: w, rc: http.NewResponseController(w), stats: stats, draining: s.draining}
-	reason := c.run(r.Context(), t, p)
-	stats.Closed[reason].Add(1)
-	if s.log.Enabled(r.Context(), slog.LevelDebug) {
-		s.log.Debug("stream closed", "reason", reason.String(), "remote", r.RemoteAddr, "frames", c.frames)
+	c := &conn{s: s, t: t, p: p, stats: stats, draining: s.draining, remote: r.RemoteAddr}
+	if s.pool != nil && len(p.Events) == 0 && len(p.Keys) == 0 && r.ProtoMajor == 1 && r.ProtoMinor >= 1 && r.TLS == nil {
+		if nc, _, err := http.NewResponseController(w).Hijack(); err == nil {
+			return s.pool.serve(c, nc, responseHead(h))
+		}
 	}
+	w.WriteHeader(http.StatusOK)
+	c.out = &httpSink{w: w, rc: http.NewResponseController(w)}
+	reason := c.run(r.Context())
+	c.end(reason)
 	return reason
 }
 
 type conn struct {
 	s      *Server
-	w      http.ResponseWriter
-	rc     *http.ResponseController
+	t      *Topic
+	p      Params
+	out    sink
 	stats  *Stats
+	remote string
 	frames int64
 
-	draining   <-chan struct{}  // the server's drain signal; nil once seen
-	drainTimer *time.Timer      // fires at this stream's moment to close; nil until draining
-	drainC     <-chan time.Time // drainTimer.C, or nil
+	draining <-chan struct{} // the server's drain signal; nil once seen
+	drainAt  int64           // when this stream closes, in Unix nanoseconds; 0 until the server drains
 
 	pos      position.Vector // the client's position: what it has been sent (or passed by a filter); on the fast path it is not kept up to date, see last
 	last     []byte          // on the fast path, the last frame written (the client's position is its id); nil when pos is current
@@ -124,15 +159,76 @@ type conn struct {
 	synced   bool            // pos is the ring's position at cursor, so ring frames can be written as they are
 	buf      []byte          // frames being built on the slow path
 	idBuf    []byte
+
+	// A connection taken over from net/http (see pool.go). Its parked fields belong to its writer.
+	pool     *pool
+	raw      *rawSink
+	rc       syscall.RawConn // for non-blocking writes; nil when the connection cannot be parked
+	pending  []byte          // chunk bytes a writer could not write without waiting
+	w        *writer         // the writer of a parked connection
+	ri, hi   int             // its index among the writer's connections of its ring, and in the timer heap
+	hbDue    int64           // when a parked connection's heartbeat is due, in Unix nanoseconds
+	probeDue int64           // when its writer next looks whether the peer closed it
+	due      int64           // its place in the timer heap
 }
 
-func (c *conn) run(ctx context.Context, t *Topic, p Params) CloseReason {
-	rg := t.Ring
+// end counts the stream's end, and closes a taken-over connection (with the chunked body's end, when the
+// stream did not end by a failed write).
+func (c *conn) end(reason CloseReason) {
+	if c.raw != nil {
+		if c.pool.ctx.Err() != nil && reason == ReasonClientGone {
+			reason = ReasonShutdown
+		}
+		if reason != ReasonWriteFailed && reason != ReasonClientGone && c.raw.head == nil {
+			if c.rc != nil {
+				_, _ = writeNow(c.rc, lastChunk)
+			} else {
+				_, _ = c.raw.writeFramed(lastChunk, 100*time.Millisecond)
+			}
+		}
+		_ = c.raw.nc.Close()
+		c.pool.forget(c)
+	}
+	c.stats.Open.Add(-1)
+	c.stats.Closed[reason].Add(1)
+	if c.s.log.Enabled(context.Background(), slog.LevelDebug) {
+		c.s.log.Debug("stream closed", "reason", reason.String(), "remote", c.remote, "frames", c.frames)
+	}
+}
+
+// run starts the stream and serves it.
+func (c *conn) run(ctx context.Context) CloseReason {
 	c.buf = sse.AppendRetry(c.buf, c.s.cfg.Retry.Milliseconds())
-	if err := c.start(ctx, t, p); err != nil {
+	if err := c.start(ctx, c.t, c.p); err != nil {
 		return c.failure(ctx, err)
 	}
+	return c.loop(ctx)
+}
 
+// resume serves a connection a writer let go of: it writes what the writer could not, then carries on until
+// the stream ends or parks again.
+func (c *conn) resume() {
+	if len(c.pending) > 0 {
+		n, err := c.raw.writeFramed(c.pending, c.s.cfg.WriteTimeout)
+		c.stats.Bytes.Add(int64(n))
+		c.pending = nil
+		if err != nil {
+			c.end(writeReason(err))
+			return
+		}
+	}
+	if r := c.loop(c.pool.ctx); r != Detached {
+		c.end(r)
+	}
+}
+
+// parkable says the stream can be handed to the writer pool when it is idle.
+func (c *conn) parkable() bool { return c.rc != nil && c.synced }
+
+// loop writes the ring's frames as they come, until the stream ends (or parks: Detached).
+func (c *conn) loop(ctx context.Context) CloseReason {
+	t, p := c.t, c.p
+	rg := t.Ring
 	var heartbeat <-chan time.Time
 	var hb *time.Timer
 	if p.Heartbeat > 0 {
@@ -140,7 +236,24 @@ func (c *conn) run(ctx context.Context, t *Topic, p Params) CloseReason {
 		defer hb.Stop()
 		heartbeat = hb.C
 	}
-	defer c.stopDrainTimer()
+	var drainTimer *time.Timer
+	var drainC <-chan time.Time
+	startDrain := func() {
+		c.draining = nil
+		if c.drainAt == 0 {
+			c.drainAt = time.Now().Add(jitter(c.s.cfg.Drain)).UnixNano()
+		}
+		drainTimer = time.NewTimer(time.Until(time.Unix(0, c.drainAt)))
+		drainC = drainTimer.C
+	}
+	if c.drainAt != 0 {
+		startDrain()
+	}
+	defer func() {
+		if drainTimer != nil {
+			drainTimer.Stop()
+		}
+	}()
 	keepAlive := [][]byte{sse.AppendComment(nil, "keep-alive")}
 	spans := make([][]byte, 0, 8)
 	var frames []ring.Frame
@@ -152,8 +265,8 @@ func (c *conn) run(ctx context.Context, t *Topic, p Params) CloseReason {
 		case <-ctx.Done():
 			return ReasonClientGone
 		case <-c.draining:
-			c.startDrainTimer()
-		case <-c.drainC:
+			startDrain()
+		case <-drainC:
 			return ReasonShutdown
 		default:
 		}
@@ -165,12 +278,13 @@ func (c *conn) run(ctx context.Context, t *Topic, p Params) CloseReason {
 			// The fast path: the ring's frames, ids and all, are exactly what this client needs next.
 			spans, next, wake, err = rg.Read(c.cursor, spans[:0], c.s.cfg.MaxWriteBytes)
 			if err == nil && len(spans) > 0 {
-				if c.write(spans) != nil {
-					return ReasonWriteFailed
+				if err := c.write(spans); err != nil {
+					return writeReason(err)
 				}
 				// The fast path does not track the position frame by frame: the last frame's id is it.
 				// Keeping the frame (not a copy) costs nothing; frames are immutable.
 				c.last = lastFrame(spans[len(spans)-1])
+				clear(spans)
 				c.frames += int64(next - c.cursor)
 				c.stats.Frames.Add(int64(next - c.cursor))
 				wrote = true
@@ -180,13 +294,13 @@ func (c *conn) run(ctx context.Context, t *Topic, p Params) CloseReason {
 			for _, f := range frames {
 				synced, derr := c.deliver(f, p)
 				if derr != nil {
-					return ReasonWriteFailed
+					return writeReason(derr)
 				}
 				c.synced = c.synced || synced
 			}
 			if err == nil && len(frames) > 0 {
-				if c.flushBuf() != nil {
-					return ReasonWriteFailed
+				if err := c.flushBuf(); err != nil {
+					return writeReason(err)
 				}
 				c.releaseBuf()
 				clear(frames) // keep no references to frames the ring may evict
@@ -218,18 +332,23 @@ func (c *conn) run(ctx context.Context, t *Topic, p Params) CloseReason {
 			continue
 		}
 		c.cursor = next
+		if c.parkable() {
+			// Idle and caught up: a writer serves it from here. Nothing below may touch c.
+			c.pool.park(c)
+			return Detached
+		}
 		select {
 		case <-wake:
 		case <-heartbeat:
-			if c.write(keepAlive) != nil {
-				return ReasonWriteFailed
+			if err := c.write(keepAlive); err != nil {
+				return writeReason(err)
 			}
 			hb.Reset(p.Heartbeat)
 		case <-ctx.Done():
 			return ReasonClientGone
 		case <-c.draining:
-			c.startDrainTimer()
-		case <-c.drainC:
+			startDrain()
+		case <-drainC:
 			return ReasonShutdown
 		}
 	}
@@ -264,48 +383,18 @@ func (c *conn) failure(ctx context.Context, err error) CloseReason {
 		c.s.log.Warn("stream could not read what it needs from kafka", "err", err)
 		return ReasonReplayFailed
 	default:
-		return ReasonWriteFailed
-	}
-}
-
-// startDrainTimer arms the moment, random within the drain window, at which this stream closes, and stops
-// listening for the drain signal.
-func (c *conn) startDrainTimer() {
-	c.draining = nil
-	c.drainTimer = time.NewTimer(jitter(c.s.cfg.Drain))
-	c.drainC = c.drainTimer.C
-}
-
-func (c *conn) stopDrainTimer() {
-	if c.drainTimer != nil {
-		c.drainTimer.Stop()
+		return writeReason(err)
 	}
 }
 
 // write writes spans and flushes them under one write deadline. Its errors wrap errWrite.
 func (c *conn) write(spans [][]byte) error {
-	if err := c.writeSpans(spans); err != nil {
+	n, err := c.out.write(spans, c.s.cfg.WriteTimeout)
+	c.stats.Bytes.Add(int64(n))
+	if err != nil {
 		return fmt.Errorf("%w: %w", errWrite, err)
 	}
 	return nil
-}
-
-func (c *conn) writeSpans(spans [][]byte) error {
-	if err := c.rc.SetWriteDeadline(time.Now().Add(c.s.cfg.WriteTimeout)); err != nil &&
-		!errors.Is(err, http.ErrNotSupported) {
-		return err
-	}
-	n := 0
-	for _, s := range spans {
-		m, err := c.w.Write(s)
-		n += m
-		if err != nil {
-			c.stats.Bytes.Add(int64(n))
-			return err
-		}
-	}
-	c.stats.Bytes.Add(int64(n))
-	return c.rc.Flush()
 }
 
 // jitter returns a random duration in [0, d).

@@ -610,7 +610,8 @@ func TestCloseReasonString(t *testing.T) {
 		{ReasonWriteFailed, "write_failed"},
 		{ReasonShutdown, "shutdown"},
 		{numReasons, "unknown"},
-		{CloseReason(-1), "unknown"},
+		{Detached, "detached"},
+		{CloseReason(-2), "unknown"},
 		{CloseReason(99), "unknown"},
 	}
 	for _, tc := range tests {

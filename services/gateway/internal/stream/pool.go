@@ -1,0 +1,485 @@
+package stream
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/ssegate/ssegate/services/gateway/internal/ring"
+)
+
+// The writer pool serves HTTP/1.1 streams without a goroutine each. Once a stream's response head is due,
+// its connection is taken over from net/http (http.Hijacker) and the stream runs on the request's goroutine
+// until it has caught up with the ring; then the connection is parked: handed to one of a few writer
+// goroutines and the request's goroutine ends. A parked connection is a conn struct and a socket, nothing
+// more: no goroutine stack, no net/http buffers.
+//
+// A watcher goroutine per ring waits for publishes and tells the writers; each writer then writes, to each of
+// its connections on that ring, the frames it has not had, as one chunk with one non-blocking write (the same
+// chunk bytes for every connection at the same cursor, built once). A socket that does not take everything at
+// once, a connection that fell behind the ring, and the end of a connection leave the writer: the connection
+// gets a goroutine again (conn.resume) that writes under the ordinary write timeout and catches up, and
+// parks again once it is idle. So one slow client never holds a writer. Heartbeats and the drain are timers
+// in a heap per writer; a heartbeat first looks whether the peer closed the connection, so a client that left
+// is noticed within a heartbeat.
+
+// probeEvery is how often a writer looks whether the peer of a parked connection closed it, when the stream's
+// heartbeats (which look too) are further apart or off: a client that left an idle stream is noticed without
+// waiting for a write to fail.
+// A variable for tests.
+var probeEvery = int64(30 * time.Second)
+
+// maxWritesPerPass bounds the writes one connection gets in one pass of its writer before the others have
+// their turn.
+const maxWritesPerPass = 4
+
+type pool struct {
+	s       *Server
+	writers []*writer
+	next    atomic.Uint32 // round robin over writers
+	linger  time.Duration
+
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu       sync.Mutex
+	watched  map[*ring.Ring]bool
+	conns    map[*conn]struct{} // every taken-over connection, parked or not
+	drained  chan struct{}      // closed when conns is empty after close began; nil before
+	closing  bool
+	watchers sync.WaitGroup
+}
+
+func newPool(s *Server, writers int, linger time.Duration) *pool {
+	ctx, cancel := context.WithCancel(context.Background())
+	pl := &pool{
+		s: s, linger: linger, ctx: ctx, cancel: cancel,
+		watched: map[*ring.Ring]bool{}, conns: map[*conn]struct{}{},
+	}
+	for range writers {
+		w := &writer{pool: pl, kick: make(chan struct{}, 1), rings: map[*ring.Ring][]*conn{}}
+		pl.writers = append(pl.writers, w)
+		pl.watchers.Go(w.run)
+	}
+	return pl
+}
+
+// serve runs a stream on a connection taken over from net/http, on the caller's goroutine until the stream
+// ends or parks.
+func (pl *pool) serve(c *conn, nc net.Conn, head []byte) CloseReason {
+	_ = nc.SetDeadline(time.Time{})
+	c.pool = pl
+	c.raw = &rawSink{nc: nc, head: head}
+	c.out = c.raw
+	if sc, ok := nc.(syscall.Conn); ok && canWriteNow {
+		if rc, err := sc.SyscallConn(); err == nil {
+			c.rc = rc
+		}
+	}
+	pl.mu.Lock()
+	closing := pl.closing
+	if !closing {
+		pl.conns[c] = struct{}{}
+	}
+	pl.mu.Unlock()
+	if closing {
+		_ = nc.Close()
+		c.end(ReasonShutdown)
+		return ReasonShutdown
+	}
+	reason := c.run(pl.ctx)
+	if reason == Detached {
+		return reason
+	}
+	c.end(reason)
+	return reason
+}
+
+// park hands an idle, caught-up connection to a writer. The caller must not touch c afterwards.
+func (pl *pool) park(c *conn) {
+	pl.watch(c.t.Ring)
+	c.raw.iov = nil
+	// Writers write without waiting; a deadline left from the last write would fail them once it passed.
+	_ = c.raw.nc.SetWriteDeadline(time.Time{})
+	w := pl.writers[int(pl.next.Add(1))%len(pl.writers)]
+	w.mu.Lock()
+	w.inbox = append(w.inbox, c)
+	w.mu.Unlock()
+	w.wake()
+}
+
+// watch starts, once per ring, the goroutine that tells the writers about publishes.
+func (pl *pool) watch(rg *ring.Ring) {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	if pl.watched[rg] || pl.closing {
+		return
+	}
+	pl.watched[rg] = true
+	wake := rg.Wake() // taken now: whatever is published from here on is seen
+	pl.watchers.Go(func() {
+		var linger *time.Timer
+		for {
+			select {
+			case <-wake:
+			case <-pl.ctx.Done():
+				return
+			}
+			wake = rg.Wake()
+			if pl.linger > 0 {
+				// Let more frames gather, so each connection gets them in fewer, larger writes.
+				if linger == nil {
+					linger = time.NewTimer(pl.linger)
+				} else {
+					linger.Reset(pl.linger)
+				}
+				select {
+				case <-linger.C:
+				case <-pl.ctx.Done():
+					return
+				}
+			}
+			for _, w := range pl.writers {
+				w.mark(rg)
+			}
+		}
+	})
+}
+
+// forget removes an ended connection.
+func (pl *pool) forget(c *conn) {
+	pl.mu.Lock()
+	delete(pl.conns, c)
+	if pl.drained != nil && len(pl.conns) == 0 {
+		close(pl.drained)
+		pl.drained = nil
+	}
+	pl.mu.Unlock()
+}
+
+// wait waits until every taken-over connection has ended, or ctx ends.
+func (pl *pool) wait(ctx context.Context) error {
+	pl.mu.Lock()
+	if len(pl.conns) == 0 {
+		pl.mu.Unlock()
+		return nil
+	}
+	if pl.drained == nil {
+		pl.drained = make(chan struct{})
+	}
+	ch := pl.drained
+	pl.mu.Unlock()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// close ends every taken-over connection now and stops the pool's goroutines.
+func (pl *pool) close() {
+	pl.mu.Lock()
+	pl.closing = true
+	for c := range pl.conns {
+		_ = c.raw.nc.Close() // streams on their own goroutines fail their next write
+	}
+	pl.mu.Unlock()
+	pl.cancel()
+	pl.watchers.Wait() // writers end their parked connections before they return
+	_ = pl.wait(context.Background())
+}
+
+// writer serves parked connections. Its fields below mu are its goroutine's own.
+type writer struct {
+	pool *pool
+	kick chan struct{} // has a token when inbox or dirty changed
+
+	mu    sync.Mutex
+	inbox []*conn      // connections to adopt
+	dirty []*ring.Ring // rings published since the last pass
+	spare []*ring.Ring // the other dirty slice, swapped in each pass
+
+	rings    map[*ring.Ring][]*conn // parked connections, by ring
+	timers   connHeap               // parked connections with a heartbeat or drain time
+	spans    [][]byte
+	out      []byte // the chunk last built, for outKey
+	outLast  []byte // the last frame in it
+	outKey   chunkKey
+	draining bool
+}
+
+// chunkKey identifies chunk bytes: a ring's frames [from, next) are immutable, so the chunk built for one
+// connection serves every other connection at the same cursor.
+type chunkKey struct {
+	rg         *ring.Ring
+	from, next uint64
+}
+
+func (w *writer) wake() {
+	select {
+	case w.kick <- struct{}{}:
+	default:
+	}
+}
+
+// mark records that rg was published to.
+func (w *writer) mark(rg *ring.Ring) {
+	w.mu.Lock()
+	found := false
+	for _, d := range w.dirty {
+		found = found || d == rg
+	}
+	if !found {
+		w.dirty = append(w.dirty, rg)
+	}
+	w.mu.Unlock()
+	w.wake()
+}
+
+func (w *writer) run() {
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	draining := w.pool.s.draining
+	for {
+		select {
+		case <-w.kick:
+		case <-timer.C:
+		case <-draining:
+			draining = nil
+			w.startDrain()
+		case <-w.pool.ctx.Done():
+			w.endAll(ReasonShutdown)
+			return
+		}
+		w.mu.Lock()
+		inbox, dirty := w.inbox, w.dirty
+		w.inbox, w.dirty, w.spare = nil, w.spare[:0], dirty
+		w.mu.Unlock()
+
+		now := time.Now().UnixNano()
+		for _, c := range inbox {
+			w.adopt(c, now)
+		}
+		for _, rg := range dirty {
+			// Backwards: a connection that leaves is replaced by the last one, which was already served.
+			for i := len(w.rings[rg]) - 1; i >= 0; i-- {
+				w.serve(w.rings[rg][i], now)
+			}
+		}
+		clear(dirty)
+		w.expire(now)
+		if len(w.timers) > 0 {
+			timer.Reset(time.Duration(w.timers[0].due - time.Now().UnixNano()))
+		}
+	}
+}
+
+// adopt takes a parked connection in and serves what was published since it last read.
+func (w *writer) adopt(c *conn, now int64) {
+	rg := c.t.Ring
+	c.ri = len(w.rings[rg])
+	w.rings[rg] = append(w.rings[rg], c)
+	c.w = w
+	c.stats.Parked.Add(1)
+	if c.p.Heartbeat > 0 {
+		c.hbDue = now + int64(c.p.Heartbeat)
+	}
+	c.probeDue = now + probeEvery
+	if w.draining && c.drainAt == 0 {
+		c.drainAt = now + int64(jitter(w.pool.s.cfg.Drain))
+	}
+	c.hi = -1
+	w.schedule(c)
+	w.serve(c, now)
+}
+
+// release takes c out of the writer, to be resumed on a goroutine or ended.
+func (w *writer) release(c *conn) {
+	rg := c.t.Ring
+	conns := w.rings[rg]
+	last := conns[len(conns)-1]
+	conns[c.ri], last.ri = last, c.ri
+	conns[len(conns)-1] = nil
+	w.rings[rg] = conns[:len(conns)-1]
+	if len(w.rings[rg]) == 0 {
+		delete(w.rings, rg)
+	}
+	if c.hi >= 0 {
+		heap.Remove(&w.timers, c.hi)
+	}
+	c.w = nil
+	c.stats.Parked.Add(-1)
+}
+
+// serve writes to c what its ring has that c has not had.
+func (w *writer) serve(c *conn, now int64) {
+	rg := c.t.Ring
+	for range maxWritesPerPass {
+		spans, next, _, err := rg.Read(c.cursor, w.spans[:0], c.s.cfg.MaxWriteBytes)
+		w.spans = spans
+		if errors.Is(err, ring.ErrBehind) {
+			w.release(c)
+			if peerClosed(c.rc) {
+				// A client that left is not worth a catch-up from Kafka.
+				c.end(ReasonClientGone)
+				return
+			}
+			go c.resume()
+			return
+		}
+		if len(spans) == 0 {
+			return
+		}
+		key := chunkKey{rg, c.cursor, next}
+		if key != w.outKey {
+			w.out = appendChunk(w.out[:0], spans)
+			w.outKey = key
+			w.outLast = lastFrame(spans[len(spans)-1])
+		}
+		n, err := writeNow(c.rc, w.out)
+		c.stats.Bytes.Add(int64(n))
+		if err != nil {
+			clear(w.spans)
+			w.release(c)
+			c.end(writeReason(err))
+			return
+		}
+		c.last = w.outLast
+		clear(w.spans)
+		c.frames += int64(next - c.cursor)
+		c.stats.Frames.Add(int64(next - c.cursor))
+		c.cursor = next
+		if c.p.Heartbeat > 0 {
+			c.hbDue = now + int64(c.p.Heartbeat)
+		}
+		if n < len(w.out) {
+			// The socket is full: the rest goes out on the connection's own goroutine, under the write timeout.
+			c.pending = append([]byte(nil), w.out[n:]...)
+			w.release(c)
+			go c.resume()
+			return
+		}
+	}
+	// Still more to write: come back after the others had their turn.
+	w.mark(rg)
+}
+
+// startDrain gives every parked connection its moment to close within the drain window.
+func (w *writer) startDrain() {
+	w.draining = true
+	now := time.Now().UnixNano()
+	for _, conns := range w.rings {
+		for _, c := range conns {
+			if c.drainAt == 0 {
+				c.drainAt = now + int64(jitter(w.pool.s.cfg.Drain))
+			}
+			w.schedule(c)
+		}
+	}
+}
+
+// schedule puts c in the timer heap at its next heartbeat, probe or drain time.
+func (w *writer) schedule(c *conn) {
+	due := c.probeDue
+	if c.p.Heartbeat > 0 {
+		due = min(due, c.hbDue)
+	}
+	if c.drainAt != 0 {
+		due = min(due, c.drainAt)
+	}
+	c.due = due
+	switch {
+	case c.hi >= 0:
+		heap.Fix(&w.timers, c.hi)
+	default:
+		heap.Push(&w.timers, c)
+	}
+}
+
+// expire handles the heartbeats, probes and drain times that are due. A heartbeat time is pushed back by every write
+// without touching the heap; the heap entry is corrected when it comes up.
+func (w *writer) expire(now int64) {
+	for len(w.timers) > 0 && w.timers[0].due <= now {
+		c := w.timers[0]
+		switch {
+		case c.drainAt != 0 && c.drainAt <= now:
+			w.release(c)
+			c.end(ReasonShutdown)
+			continue
+		case c.p.Heartbeat > 0 && c.hbDue <= now:
+			if peerClosed(c.rc) {
+				w.release(c)
+				c.end(ReasonClientGone)
+				continue
+			}
+			n, err := writeNow(c.rc, keepAliveChunk)
+			c.stats.Bytes.Add(int64(n))
+			if err != nil {
+				w.release(c)
+				c.end(writeReason(err))
+				continue
+			}
+			c.hbDue = now + int64(c.p.Heartbeat)
+			c.probeDue = now + probeEvery
+			if n < len(keepAliveChunk) {
+				c.pending = append([]byte(nil), keepAliveChunk[n:]...)
+				w.release(c)
+				go c.resume()
+				continue
+			}
+		case c.probeDue <= now:
+			if peerClosed(c.rc) {
+				w.release(c)
+				c.end(ReasonClientGone)
+				continue
+			}
+			c.probeDue = now + probeEvery
+		}
+		w.schedule(c)
+	}
+}
+
+// endAll ends every parked connection (the pool is closing).
+func (w *writer) endAll(reason CloseReason) {
+	var all []*conn
+	for _, conns := range w.rings {
+		all = append(all, conns...)
+	}
+	for _, c := range all {
+		w.release(c)
+		c.end(reason)
+	}
+}
+
+var keepAliveChunk = appendChunk(nil, [][]byte{[]byte(": keep-alive\n\n")})
+
+// connHeap orders parked connections by their next due time.
+type connHeap []*conn
+
+func (h connHeap) Len() int           { return len(h) }
+func (h connHeap) Less(i, j int) bool { return h[i].due < h[j].due }
+func (h connHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].hi, h[j].hi = i, j
+}
+
+func (h *connHeap) Push(x any) {
+	c := x.(*conn) //nolint:forcetypeassert // only conns are pushed
+	c.hi = len(*h)
+	*h = append(*h, c)
+}
+
+func (h *connHeap) Pop() any {
+	old := *h
+	c := old[len(old)-1]
+	old[len(old)-1] = nil
+	c.hi = -1
+	*h = old[:len(old)-1]
+	return c
+}

@@ -1,0 +1,138 @@
+package stream
+
+import (
+	"bytes"
+	"errors"
+	"net"
+	"net/http"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// sink is where a stream's bytes go: the response of an ordinary handler, or a connection taken over from
+// net/http.
+type sink interface {
+	// write writes spans as one piece of the response body, flushed, within timeout. It returns the bytes
+	// it put on the connection.
+	write(spans [][]byte, timeout time.Duration) (int, error)
+}
+
+// httpSink writes through net/http: HTTP/2 streams, HTTP/1.0 and filtered streams, and every stream when
+// the writer pool is off.
+type httpSink struct {
+	w  http.ResponseWriter
+	rc *http.ResponseController
+}
+
+func (s *httpSink) write(spans [][]byte, timeout time.Duration) (int, error) {
+	if err := s.rc.SetWriteDeadline(time.Now().Add(timeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return 0, err
+	}
+	n := 0
+	for _, b := range spans {
+		m, err := s.w.Write(b)
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, s.rc.Flush()
+}
+
+// rawSink writes the chunked body of an HTTP/1.1 response on a connection taken over from net/http (see
+// takeOver): each write is one chunk, written with one writev.
+type rawSink struct {
+	nc   net.Conn
+	head []byte      // the response head, sent with the first write; nil once sent
+	iov  net.Buffers // scratch for one write; nil while the connection is parked
+	size []byte      // scratch for a chunk-size line
+}
+
+func (s *rawSink) write(spans [][]byte, timeout time.Duration) (int, error) {
+	total := 0
+	for _, b := range spans {
+		total += len(b)
+	}
+	s.size = appendChunkSize(s.size[:0], total)
+	iov := s.iov[:0]
+	if s.head != nil {
+		iov = append(iov, s.head)
+	}
+	iov = append(iov, s.size)
+	iov = append(iov, spans...)
+	iov = append(iov, crlf)
+	s.iov = iov
+	n, err := s.writeBuffers(iov, timeout)
+	clear(s.iov[:cap(s.iov)]) // keep no references to ring frames
+	if err == nil {
+		s.head = nil
+	}
+	return n, err
+}
+
+// writeFramed writes bytes that are already chunk-framed (the rest of a write the writer pool began).
+func (s *rawSink) writeFramed(b []byte, timeout time.Duration) (int, error) {
+	return s.writeBuffers(net.Buffers{b}, timeout)
+}
+
+func (s *rawSink) writeBuffers(iov net.Buffers, timeout time.Duration) (int, error) {
+	if err := s.nc.SetWriteDeadline(time.Now().Add(timeout)); err != nil {
+		return 0, err
+	}
+	n, err := iov.WriteTo(s.nc)
+	return int(n), err
+}
+
+var (
+	crlf = []byte("\r\n")
+	// lastChunk ends a chunked body.
+	lastChunk = []byte("0\r\n\r\n")
+)
+
+// appendChunkSize appends the size line of a chunk of n bytes.
+func appendChunkSize(dst []byte, n int) []byte {
+	return append(strconv.AppendInt(dst, int64(n), 16), '\r', '\n')
+}
+
+// appendChunk appends spans as one chunk.
+func appendChunk(dst []byte, spans [][]byte) []byte {
+	n := 0
+	for _, b := range spans {
+		n += len(b)
+	}
+	dst = appendChunkSize(dst, n)
+	for _, b := range spans {
+		dst = append(dst, b...)
+	}
+	return append(dst, crlf...)
+}
+
+// responseHead is the head of a taken-over stream's response: the headers the handler set (and the stream's
+// own) and a chunked body. The connection closes when the stream ends, and says so.
+func responseHead(h http.Header) []byte {
+	h = h.Clone()
+	h.Set("Date", time.Now().UTC().Format(http.TimeFormat))
+	h.Set("Transfer-Encoding", "chunked")
+	h.Set("Connection", "close")
+	h.Del("Content-Length")
+	var b bytes.Buffer
+	b.WriteString("HTTP/1.1 200 OK\r\n")
+	_ = h.Write(&b) // a bytes.Buffer does not fail
+	b.WriteString("\r\n")
+	return b.Bytes()
+}
+
+// writeReason is the reason a stream ends after a failed write: a peer that closed or reset the connection
+// is a client gone, a connection the server closed (Server.Close) a shutdown, anything else (a timeout) a
+// failed write.
+func writeReason(err error) CloseReason {
+	switch {
+	case errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET):
+		return ReasonClientGone
+	case errors.Is(err, net.ErrClosed):
+		return ReasonShutdown
+	default:
+		return ReasonWriteFailed
+	}
+}
