@@ -199,7 +199,8 @@ func byOffset(all map[int32][]*kgo.Record) map[int32]map[int64]*kgo.Record {
 }
 
 // TestFanoutTwoGateways: 50 clients spread over two gateways all get every record of every partition,
-// in partition order, with ids that advance exactly as the records do.
+// in partition order, with ids that advance exactly as the records do. The first gateway serves them from
+// its writer pool, the second (writers 0) on a goroutine each.
 func TestFanoutTwoGateways(t *testing.T) {
 	topic := kafkatest.NewTopic(t, 3, nil)
 	cl := kafkatest.Client(t, kgo.DefaultProduceTopic(topic))
@@ -207,7 +208,7 @@ func TestFanoutTwoGateways(t *testing.T) {
 	kafkatest.Produce(t, cl, &kgo.Record{Key: []byte("a"), Value: []byte("before")},
 		&kgo.Record{Key: []byte("b"), Value: []byte("before")})
 
-	gws := []*gateway{startGateway(t, []string{topic}, nil), startGateway(t, []string{topic}, nil)}
+	gws := []*gateway{startGateway(t, []string{topic}, nil), startGateway(t, []string{topic}, func(c *Config) { c.Writers = 0 })}
 	for _, g := range gws {
 		g.waitReady(t)
 	}

@@ -203,6 +203,11 @@ func TestMetrics(t *testing.T) {
 	if v := metric("ssegate_connections_open", tl); v != 1 {
 		t.Errorf("connections open = %v, want 1", v)
 	}
+	// The stream is idle and caught up, so the writer pool serves it (it parks right after its last write).
+	kafkatest.WaitFor(t, 10*time.Second, "the stream to be parked", func() bool {
+		_, body = get(t, g.url+"/metrics")
+		return metric("ssegate_connections_parked", tl) == 1
+	})
 	if v := metric("ssegate_frames_written_total", tl); v != 2 {
 		t.Errorf("frames written = %v, want 2", v)
 	}

@@ -178,7 +178,8 @@ func metricValue(t *testing.T, g *gateway, name string, labels ...string) float6
 func TestResumeRandomized(t *testing.T) {
 	topic := kafkatest.NewTopic(t, 3, nil)
 	small := func(c *Config) { c.RingBytes = 64 << 10; c.Prefill = 200 }
-	gws := []*gateway{startGateway(t, []string{topic}, small), startGateway(t, []string{topic}, small)}
+	// The second gateway keeps a goroutine per stream (writers 0): clients move between both ways of serving.
+	gws := []*gateway{startGateway(t, []string{topic}, small), startGateway(t, []string{topic}, func(c *Config) { small(c); c.Writers = 0 })}
 	for _, g := range gws {
 		g.waitReady(t)
 	}

@@ -62,7 +62,7 @@ func newPool(s *Server, writers int, linger time.Duration) *pool {
 		watched: map[*ring.Ring]bool{}, conns: map[*conn]struct{}{},
 	}
 	for range writers {
-		w := &writer{pool: pl, kick: make(chan struct{}, 1), rings: map[*ring.Ring][]*conn{}}
+		w := &writer{pool: pl, kick: make(chan struct{}, 1), rings: map[*ring.Ring][]*conn{}, io: newRawIO()}
 		pl.writers = append(pl.writers, w)
 		pl.watchers.Go(w.run)
 	}
@@ -205,6 +205,7 @@ type writer struct {
 	dirty []*ring.Ring // rings published since the last pass
 	spare []*ring.Ring // the other dirty slice, swapped in each pass
 
+	io       *rawIO
 	rings    map[*ring.Ring][]*conn // parked connections, by ring
 	timers   connHeap               // parked connections with a heartbeat or drain time
 	spans    [][]byte
@@ -325,7 +326,7 @@ func (w *writer) serve(c *conn, now int64) {
 		w.spans = spans
 		if errors.Is(err, ring.ErrBehind) {
 			w.release(c)
-			if peerClosed(c.rc) {
+			if w.io.peerClosed(c.rc) {
 				// A client that left is not worth a catch-up from Kafka.
 				c.end(ReasonClientGone)
 				return
@@ -342,7 +343,7 @@ func (w *writer) serve(c *conn, now int64) {
 			w.outKey = key
 			w.outLast = lastFrame(spans[len(spans)-1])
 		}
-		n, err := writeNow(c.rc, w.out)
+		n, err := w.io.writeNow(c.rc, w.out)
 		c.stats.Bytes.Add(int64(n))
 		if err != nil {
 			clear(w.spans)
@@ -413,12 +414,12 @@ func (w *writer) expire(now int64) {
 			c.end(ReasonShutdown)
 			continue
 		case c.p.Heartbeat > 0 && c.hbDue <= now:
-			if peerClosed(c.rc) {
+			if w.io.peerClosed(c.rc) {
 				w.release(c)
 				c.end(ReasonClientGone)
 				continue
 			}
-			n, err := writeNow(c.rc, keepAliveChunk)
+			n, err := w.io.writeNow(c.rc, keepAliveChunk)
 			c.stats.Bytes.Add(int64(n))
 			if err != nil {
 				w.release(c)
@@ -434,7 +435,7 @@ func (w *writer) expire(now int64) {
 				continue
 			}
 		case c.probeDue <= now:
-			if peerClosed(c.rc) {
+			if w.io.peerClosed(c.rc) {
 				w.release(c)
 				c.end(ReasonClientGone)
 				continue

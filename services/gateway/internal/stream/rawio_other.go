@@ -7,12 +7,16 @@ import (
 	"syscall"
 )
 
-// canWriteNow says writeNow and peerClosed work on this platform; here they do not, so taken-over
-// connections are never parked in the writer pool.
+// canWriteNow says rawIO works on this platform; here it does not, so taken-over connections are never
+// parked in the writer pool.
 const canWriteNow = false
 
-func writeNow(syscall.RawConn, []byte) (int, error) {
+type rawIO struct{}
+
+func newRawIO() *rawIO { return &rawIO{} }
+
+func (*rawIO) writeNow(syscall.RawConn, []byte) (int, error) {
 	return 0, errors.New("stream: non-blocking writes are not supported on this platform")
 }
 
-func peerClosed(syscall.RawConn) bool { return false }
+func (*rawIO) peerClosed(syscall.RawConn) bool { return false }

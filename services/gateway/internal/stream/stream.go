@@ -181,7 +181,7 @@ func (c *conn) end(reason CloseReason) {
 		}
 		if reason != ReasonWriteFailed && reason != ReasonClientGone && c.raw.head == nil {
 			if c.rc != nil {
-				_, _ = writeNow(c.rc, lastChunk)
+				_, _ = newRawIO().writeNow(c.rc, lastChunk)
 			} else {
 				_, _ = c.raw.writeFramed(lastChunk, 100*time.Millisecond)
 			}

@@ -1,0 +1,65 @@
+package stream
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"runtime"
+	"testing"
+
+	"github.com/ssegate/ssegate/services/gateway/internal/ring"
+)
+
+// BenchmarkPoolFanout measures the writer pool's side of fan-out: publish one 200-byte frame and wait until
+// the writers have written it to every parked connection. Reported per published frame. The connections
+// write to /dev/null (one file for all: a process cannot hold 10,000 socket pairs under the usual file
+// limit), so the figure is the gateway's own work plus a cheap system call per connection, without the
+// loopback TCP stack the load tool measures. Allocations must not grow with the number of subscribers.
+func BenchmarkPoolFanout(b *testing.B) {
+	for _, subs := range []int{1, 100, 10000} {
+		b.Run(fmt.Sprintf("subscribers=%d", subs), func(b *testing.B) {
+			devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer func() { _ = devnull.Close() }()
+			rc, err := devnull.SyscallConn()
+			if err != nil {
+				b.Fatal(err)
+			}
+			rg, _ := ring.New(64<<20, 0)
+			srv := NewServer(Config{Writers: 2, Logger: discardLog})
+			defer srv.Close()
+			st := new(Stats)
+			topic := &Topic{Ring: rg}
+			pipe, _ := net.Pipe() // a net.Conn to close at the end; the bytes go to rc
+			for range subs {
+				cur, _ := rg.Start(nil)
+				c := &conn{s: srv, t: topic, stats: st, pool: srv.pool, raw: &rawSink{nc: pipe}, rc: rc, synced: true, cursor: cur}
+				srv.pool.mu.Lock()
+				srv.pool.conns[c] = struct{}{}
+				srv.pool.mu.Unlock()
+				srv.pool.park(c)
+			}
+			for st.Parked.Load() != int64(subs) {
+				runtime.Gosched()
+			}
+
+			frame := make([]byte, 200)
+			var batch ring.Batch
+			id := []byte("v1:0-123456.1-123456.2-123456")
+			b.ReportAllocs()
+			b.SetBytes(int64(len(frame)) * int64(subs))
+			want := int64(0)
+			for i := 0; b.Loop(); i++ {
+				batch.Reset()
+				batch.Add(append(batch.Buf(), frame...), int32(i%3), int64(i), nil)
+				rg.Publish(&batch, id)
+				want += int64(subs)
+				for st.Frames.Load() < want {
+					runtime.Gosched()
+				}
+			}
+		})
+	}
+}
