@@ -106,10 +106,17 @@ func (pl *pool) park(c *conn) {
 	c.raw.iov = nil
 	// Writers write without waiting; a deadline left from the last write would fail them once it passed.
 	_ = c.raw.nc.SetWriteDeadline(time.Time{})
-	w := pl.writers[int(pl.next.Add(1))%len(pl.writers)]
+	w := pl.writers[pl.next.Add(1)%uint32(len(pl.writers))]
 	w.mu.Lock()
-	w.inbox = append(w.inbox, c)
+	closed := w.closed
+	if !closed {
+		w.inbox = append(w.inbox, c)
+	}
 	w.mu.Unlock()
+	if closed {
+		c.end(ReasonShutdown) // the pool is closing: no writer takes it any more
+		return
+	}
 	w.wake()
 }
 
@@ -200,10 +207,11 @@ type writer struct {
 	pool *pool
 	kick chan struct{} // has a token when inbox or dirty changed
 
-	mu    sync.Mutex
-	inbox []*conn      // connections to adopt
-	dirty []*ring.Ring // rings published since the last pass
-	spare []*ring.Ring // the other dirty slice, swapped in each pass
+	mu     sync.Mutex
+	closed bool         // the writer stopped: park ends connections itself
+	inbox  []*conn      // connections to adopt
+	dirty  []*ring.Ring // rings published since the last pass
+	spare  []*ring.Ring // the other dirty slice, swapped in each pass
 
 	io       *rawIO
 	rings    map[*ring.Ring][]*conn // parked connections, by ring
@@ -255,6 +263,14 @@ func (w *writer) run() {
 			draining = nil
 			w.startDrain()
 		case <-w.pool.ctx.Done():
+			w.mu.Lock()
+			w.closed = true
+			inbox := w.inbox
+			w.inbox = nil
+			w.mu.Unlock()
+			for _, c := range inbox {
+				c.end(ReasonShutdown)
+			}
 			w.endAll(ReasonShutdown)
 			return
 		}

@@ -232,7 +232,8 @@ func TestPoolHeartbeatAndClientGone(t *testing.T) {
 // TestPoolProbe: without heartbeats, a client that closed an idle stream is still noticed, by the writer's
 // periodic look at the connection.
 func TestPoolProbe(t *testing.T) {
-	defer func(d int64) { probeEvery = d }(probeEvery)
+	old := probeEvery
+	t.Cleanup(func() { probeEvery = old }) // after startPool's cleanup has stopped the writers
 	probeEvery = int64(50 * time.Millisecond)
 	f := newFeeder(t, 1<<20)
 	ps := startPool(t, Config{}, &Topic{Ring: f.rg}, Params{}).start(t)

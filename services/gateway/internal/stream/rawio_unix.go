@@ -60,8 +60,9 @@ func (r *rawIO) write(fd uintptr) bool {
 	return true
 }
 
-// peerClosed reports whether the peer closed or reset the connection, without waiting. Anything the peer
-// sent is read and dropped: an SSE client sends nothing after its request.
+// peerClosed reports whether the peer closed or reset the connection, without waiting. What the peer sent is
+// read and dropped (an SSE client sends nothing after its request), at most 4 KiB per call, so a client that
+// keeps sending cannot hold a writer.
 func (r *rawIO) peerClosed(rc syscall.RawConn) bool {
 	r.closed = false
 	err := rc.Read(r.rfn)
@@ -69,7 +70,7 @@ func (r *rawIO) peerClosed(rc syscall.RawConn) bool {
 }
 
 func (r *rawIO) read(fd uintptr) bool {
-	for {
+	for range 32 {
 		m, e := syscall.Read(int(fd), r.buf[:]) //nolint:gosec // a file descriptor fits an int
 		switch {
 		case e == syscall.EINTR:
@@ -82,4 +83,5 @@ func (r *rawIO) read(fd uintptr) bool {
 		}
 		return true
 	}
+	return true
 }

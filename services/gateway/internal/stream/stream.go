@@ -180,6 +180,7 @@ func (c *conn) end(reason CloseReason) {
 			reason = ReasonShutdown
 		}
 		if reason != ReasonWriteFailed && reason != ReasonClientGone && c.raw.head == nil {
+			_ = c.raw.nc.SetWriteDeadline(time.Time{}) // a deadline left from an earlier write must not fail this one
 			if c.rc != nil {
 				_, _ = newRawIO().writeNow(c.rc, lastChunk)
 			} else {
@@ -187,12 +188,14 @@ func (c *conn) end(reason CloseReason) {
 			}
 		}
 		_ = c.raw.nc.Close()
-		c.pool.forget(c)
 	}
 	c.stats.Open.Add(-1)
 	c.stats.Closed[reason].Add(1)
 	if c.s.log.Enabled(context.Background(), slog.LevelDebug) {
 		c.s.log.Debug("stream closed", "reason", reason.String(), "remote", c.remote, "frames", c.frames)
+	}
+	if c.raw != nil {
+		c.pool.forget(c) // last: Server.Wait returns once every taken-over stream is counted
 	}
 }
 
@@ -223,7 +226,7 @@ func (c *conn) resume() {
 }
 
 // parkable says the stream can be handed to the writer pool when it is idle.
-func (c *conn) parkable() bool { return c.rc != nil && c.synced }
+func (c *conn) parkable() bool { return c.rc != nil && c.synced && c.raw.head == nil }
 
 // loop writes the ring's frames as they come, until the stream ends (or parks: Detached).
 func (c *conn) loop(ctx context.Context) CloseReason {
