@@ -376,15 +376,20 @@ func (w *writer) serve(c *conn, now int64) {
 			c.hbDue = now + int64(c.p.Heartbeat)
 		}
 		if n < len(w.out) {
-			// The socket is full: the rest goes out on the connection's own goroutine, under the write timeout.
-			c.pending = append([]byte(nil), w.out[n:]...)
-			w.release(c)
-			go c.resume()
+			w.handOff(c, w.out[n:])
 			return
 		}
 	}
 	// Still more to write: come back after the others had their turn.
 	w.mark(rg)
+}
+
+// handOff gives c back a goroutine of its own to write rest (the socket is full), under the write timeout,
+// and carry on.
+func (w *writer) handOff(c *conn, rest []byte) {
+	c.pending = append([]byte(nil), rest...)
+	w.release(c)
+	go c.resume()
 }
 
 // startDrain gives every parked connection its moment to close within the drain window.
@@ -445,9 +450,7 @@ func (w *writer) expire(now int64) {
 			c.hbDue = now + int64(c.p.Heartbeat)
 			c.probeDue = now + probeEvery
 			if n < len(keepAliveChunk) {
-				c.pending = append([]byte(nil), keepAliveChunk[n:]...)
-				w.release(c)
-				go c.resume()
+				w.handOff(c, keepAliveChunk[n:])
 				continue
 			}
 		case c.probeDue <= now:
