@@ -34,6 +34,13 @@ import (
 // A variable for tests.
 var probeEvery = int64(30 * time.Second)
 
+// monoBase anchors monoNow.
+var monoBase = time.Now()
+
+// monoNow is the time for heartbeat, probe and drain moments: nanoseconds on the monotonic clock, which a
+// wall-clock step does not move.
+func monoNow() int64 { return int64(time.Since(monoBase)) }
+
 // maxWritesPerPass bounds the writes one connection gets in one pass of its writer before the others have
 // their turn.
 const maxWritesPerPass = 4
@@ -279,7 +286,7 @@ func (w *writer) run() {
 		w.inbox, w.dirty, w.spare = nil, w.spare[:0], dirty
 		w.mu.Unlock()
 
-		now := time.Now().UnixNano()
+		now := monoNow()
 		for _, c := range inbox {
 			w.adopt(c, now)
 		}
@@ -292,7 +299,7 @@ func (w *writer) run() {
 		clear(dirty)
 		w.expire(now)
 		if len(w.timers) > 0 {
-			timer.Reset(time.Duration(w.timers[0].due - time.Now().UnixNano()))
+			timer.Reset(time.Duration(w.timers[0].due - monoNow()))
 		}
 	}
 }
@@ -395,7 +402,7 @@ func (w *writer) handOff(c *conn, rest []byte) {
 // startDrain gives every parked connection its moment to close within the drain window.
 func (w *writer) startDrain() {
 	w.draining = true
-	now := time.Now().UnixNano()
+	now := monoNow()
 	for _, conns := range w.rings {
 		for _, c := range conns {
 			if c.drainAt == 0 {

@@ -150,7 +150,7 @@ type conn struct {
 	frames int64
 
 	draining <-chan struct{} // the server's drain signal; nil once seen
-	drainAt  int64           // when this stream closes, in Unix nanoseconds; 0 until the server drains
+	drainAt  int64           // when this stream closes (monoNow); 0 until the server drains
 
 	pos      position.Vector // the client's position: what it has been sent (or passed by a filter); on the fast path it is not kept up to date, see last
 	last     []byte          // on the fast path, the last frame written (the client's position is its id); nil when pos is current
@@ -167,7 +167,7 @@ type conn struct {
 	pending  []byte          // chunk bytes a writer could not write without waiting
 	w        *writer         // the writer of a parked connection
 	ri, hi   int             // its index among the writer's connections of its ring, and in the timer heap
-	hbDue    int64           // when a parked connection's heartbeat is due, in Unix nanoseconds
+	hbDue    int64           // when a parked connection's heartbeat is due (monoNow)
 	probeDue int64           // when its writer next looks whether the peer closed it
 	due      int64           // its place in the timer heap
 }
@@ -244,9 +244,9 @@ func (c *conn) loop(ctx context.Context) CloseReason {
 	startDrain := func() {
 		c.draining = nil
 		if c.drainAt == 0 {
-			c.drainAt = time.Now().Add(jitter(c.s.cfg.Drain)).UnixNano()
+			c.drainAt = monoNow() + int64(jitter(c.s.cfg.Drain))
 		}
-		drainTimer = time.NewTimer(time.Until(time.Unix(0, c.drainAt)))
+		drainTimer = time.NewTimer(time.Duration(c.drainAt - monoNow()))
 		drainC = drainTimer.C
 	}
 	if c.drainAt != 0 {
