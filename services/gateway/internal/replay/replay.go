@@ -46,9 +46,9 @@ type Config struct {
 	// CacheTTL is how long a block stays cached; it bounds how long a deleted and recreated topic can be
 	// answered from blocks of its former self. Zero means one minute.
 	CacheTTL time.Duration
-	// Idle is how long a read waits for more records before it takes a partition as read to its end (ten
-	// times as long before the partition's first record). Only a range that ends on a transaction marker or
-	// on deleted records waits for it; others end when their last record arrives. Zero means 500ms.
+	// Idle is how long a read waits for a partition's next record before it fails. A range always ends on a
+	// record the gateway has read (or the read reaches a record after it), so silence means the broker is
+	// not delivering, and ending the range there would hand on a block with records missing. Zero means 5s.
 	Idle time.Duration
 }
 
@@ -84,7 +84,7 @@ func NewPool(cfg Config, kafkaOpts ...kgo.Opt) *Pool {
 		cfg.Readers = 4
 	}
 	if cfg.Idle <= 0 {
-		cfg.Idle = 500 * time.Millisecond
+		cfg.Idle = 5 * time.Second
 	}
 	if cfg.BlockSize <= 0 {
 		cfg.BlockSize = 1024
@@ -139,9 +139,10 @@ func (p *Pool) Acquire(ctx context.Context, interval time.Duration, idle func() 
 
 // readRange reads ranges of topic with a new seek-based reader and calls fn with each record, across
 // partitions in record-timestamp order (ties by partition), within a partition in offset order. A partition
-// is done when its Upto offset was read, or when no more records come for Config.Idle (its end is a
-// transaction marker, or the records were deleted). The caller must hold a reader from Acquire. An error
-// from fn stops the read and is returned.
+// is done when a record at or after its Upto offset was read: an Upto that holds no record (a transaction
+// marker, an aborted or compacted record, the end of a block) is passed by the next record, which the
+// reader fetches on. No record for Config.Idle is an *IdleError. The caller must hold a reader from
+// Acquire. An error from fn stops the read and is returned.
 func (p *Pool) readRange(ctx context.Context, topic string, ranges []Range, fn func(*kgo.Record) error) error {
 	start := time.Now()
 	p.Stats.Reads.Add(1)
@@ -168,7 +169,7 @@ func (p *Pool) readRange(ctx context.Context, topic string, ranges []Range, fn f
 	cl, err := kgo.NewClient(append(slices.Clone(p.opts),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.FetchMaxWait(p.cfg.Idle/2),
+		kgo.FetchMaxWait(fetchMaxWait),
 		kgo.ConsumeResetOffset(kgo.NoResetOffset()),
 	)...)
 	if err != nil {
@@ -207,21 +208,14 @@ func (p *Pool) readRange(ctx context.Context, topic string, ranges []Range, fn f
 		if err := emit(false); err != nil {
 			return err
 		}
-		active, unseen := false, false
+		active := false
 		for _, pt := range parts {
 			active = active || !pt.done
-			unseen = unseen || (!pt.done && !pt.seen)
 		}
 		if !active {
 			return emit(true)
 		}
-		// Until a partition's first record arrives, its silence may only be a slow first fetch (connecting,
-		// metadata), so the wait before taking it as empty is ten times longer.
-		wait := p.cfg.Idle
-		if unseen {
-			wait *= 10
-		}
-		pctx, cancel := context.WithTimeout(ctx, wait)
+		pctx, cancel := context.WithTimeout(ctx, p.cfg.Idle)
 		fs := cl.PollRecords(pctx, 2000)
 		cancel()
 		if err := ctx.Err(); err != nil {
@@ -256,14 +250,31 @@ func (p *Pool) readRange(ctx context.Context, topic string, ranges []Range, fn f
 			}
 		})
 		if !got && fs.NumRecords() == 0 {
-			// Nothing more arrived within Idle: every partition still open has been read to its end.
-			for _, pt := range parts {
-				if len(pt.queue) == 0 {
-					pt.done = true
+			// Nothing arrived within Idle, though every partition still open has a record to come.
+			for q, pt := range parts {
+				if !pt.done && len(pt.queue) == 0 {
+					return &IdleError{Partition: q, Upto: pt.upto, Wait: p.cfg.Idle}
 				}
 			}
 		}
 	}
+}
+
+// fetchMaxWait is how long the broker may hold a replay fetch that has nothing to return yet.
+const fetchMaxWait = 250 * time.Millisecond
+
+// IdleError is returned by a read when a partition delivered no record for Config.Idle before reaching its
+// range's end: the broker is not delivering (or the topic was deleted and created again, shorter). The
+// stream fails and its client resumes, rather than getting a block with records missing.
+type IdleError struct {
+	Partition int32
+	Upto      int64
+	Wait      time.Duration
+}
+
+// Error names the partition and how long it was silent.
+func (e *IdleError) Error() string {
+	return fmt.Sprintf("replay: partition %d delivered no record for %v before offset %d", e.Partition, e.Wait, e.Upto)
 }
 
 func before(a, b *kgo.Record) bool {

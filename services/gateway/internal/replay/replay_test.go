@@ -75,6 +75,62 @@ func TestReadOutOfRange(t *testing.T) {
 	}
 }
 
+// TestReadPastTransactionMarkers: offsets that hold no record for a read_committed reader (commit and abort
+// markers, aborted records) end a range by the first record after them, at once, not by waiting; a range
+// whose end never comes fails with an *IdleError instead of ending short.
+func TestReadPastTransactionMarkers(t *testing.T) {
+	topic := kafkatest.NewTopic(t, 1, nil)
+	cl := kafkatest.Client(t, kgo.DefaultProduceTopic(topic), kgo.TransactionalID(topic+"-txn"))
+	ctx := kafkatest.Context(t)
+	txn := func(commit bool, values ...string) {
+		t.Helper()
+		if err := cl.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range values {
+			if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(v)}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := cl.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	txn(true, "a", "b", "c") // offsets 0-2, commit marker 3
+	txn(false, "x", "y")     // aborted 4-5, abort marker 6
+	txn(true, "d", "e")      // offsets 7-8, commit marker 9
+	pool := NewPool(Config{Idle: 2 * time.Second}, kgo.SeedBrokers(kafkatest.Brokers(t)...))
+	for _, tc := range []struct {
+		upto int64
+		want string
+	}{
+		{3, "[a b c]"}, // a commit marker
+		{5, "[a b c]"}, // an aborted record
+		{6, "[a b c]"}, // an abort marker
+		{8, "[a b c d e]"},
+	} {
+		var got []string
+		start := time.Now()
+		err := pool.Read(ctx, topic, []Range{{Partition: 0, After: -1, Upto: tc.upto}}, 0, nil, func(r *kgo.Record) error {
+			got = append(got, string(r.Value))
+			return nil
+		})
+		if err != nil || fmt.Sprint(got) != tc.want {
+			t.Errorf("Read up to %d: %v, %v; want %s", tc.upto, got, err, tc.want)
+		}
+		if took := time.Since(start); took >= 2*time.Second {
+			t.Errorf("Read up to %d took %v: it waited for silence", tc.upto, took)
+		}
+		pool.cache.Purge()
+	}
+	// Offset 9 is the last commit marker: no record comes after it.
+	err := pool.Read(ctx, topic, []Range{{Partition: 0, After: 8, Upto: 9}}, 0, nil, func(*kgo.Record) error { return nil })
+	var idle *IdleError
+	if !errors.As(err, &idle) || idle.Partition != 0 {
+		t.Fatalf("Read of a range whose end never comes: %v, want an IdleError", err)
+	}
+}
+
 // TestAcquireBoundsReaders: no more than Readers run at once, and a waiting caller's idle callback runs.
 func TestAcquireBoundsReaders(t *testing.T) {
 	pool := NewPool(Config{Readers: 2})
