@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -67,6 +68,19 @@ func (p *Pool) Read(ctx context.Context, topic string, ranges []Range, interval 
 	for _, r := range ranges {
 		if r.After < r.Upto {
 			cs = append(cs, &cursor{partition: r.Partition, next: r.After + 1, upto: r.Upto})
+		}
+	}
+	// The first record needs the first block of every partition: fetch those at once, not one after the
+	// other. The fetches only fill the cache (their errors come back to head, which fetches again); they
+	// do not call idle, which belongs to this goroutine.
+	if len(cs) > 1 {
+		pctx, cancel := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		defer func() { cancel(); wg.Wait() }()
+		for _, c := range cs[1:] {
+			from, idx := c.next, c.next/p.cfg.BlockSize
+			key, end := blockKey{topic, c.partition, idx}, min((idx+1)*p.cfg.BlockSize-1, c.upto)
+			wg.Go(func() { _, _ = p.block(pctx, key, from, end, 0, nil) })
 		}
 	}
 	heads := make([]*kgo.Record, len(cs))
