@@ -111,6 +111,9 @@ func (pl *pool) serve(c *conn, nc net.Conn, head []byte) CloseReason {
 func (pl *pool) park(c *conn) {
 	pl.watch(c.t.Ring)
 	c.raw.iov = nil
+	if cap(c.buf) > 1<<10 {
+		c.buf = nil // a filtered stream's buffer: the writer lends it one while it writes
+	}
 	// Writers write without waiting; a deadline left from the last write would fail them once it passed.
 	_ = c.raw.nc.SetWriteDeadline(time.Time{})
 	w := pl.writers[pl.next.Add(1)%uint32(len(pl.writers))]
@@ -224,6 +227,8 @@ type writer struct {
 	rings    map[*ring.Ring][]*conn // parked connections, by ring
 	timers   connHeap               // parked connections with a heartbeat or drain time
 	spans    [][]byte
+	frames   []ring.Frame
+	body     []byte // a filtered stream's frames, before they become a chunk
 	out      []byte // the chunk last built, for outKey
 	outLast  []byte // the last frame in it
 	outKey   chunkKey
@@ -345,8 +350,7 @@ func (w *writer) release(c *conn) {
 func (w *writer) serve(c *conn, now int64) {
 	rg := c.t.Ring
 	for range maxWritesPerPass {
-		spans, next, _, err := rg.Read(c.cursor, w.spans[:0], c.s.cfg.MaxWriteBytes)
-		w.spans = spans
+		out, next, err := w.chunk(c, rg)
 		if errors.Is(err, ring.ErrBehind) {
 			w.release(c)
 			if w.io.peerClosed(c.rc) {
@@ -357,38 +361,73 @@ func (w *writer) serve(c *conn, now int64) {
 			go c.resume()
 			return
 		}
-		if len(spans) == 0 {
+		if next == c.cursor {
 			return
 		}
-		key := chunkKey{rg, c.cursor, next}
-		if key != w.outKey {
-			w.out = appendChunk(w.out[:0], spans)
-			w.outKey = key
-			w.outLast = lastFrame(spans[len(spans)-1])
+		c.cursor = next
+		if len(out) == 0 {
+			continue // a filter passed over everything; the position moved all the same
 		}
-		n, err := w.io.writeNow(c.rc, w.out)
+		n, err := w.io.writeNow(c.rc, out)
 		c.stats.Bytes.Add(int64(n))
 		if err != nil {
-			clear(w.spans)
 			w.release(c)
 			c.end(writeReason(err))
 			return
 		}
-		c.last = w.outLast
-		clear(w.spans)
-		c.frames += int64(next - c.cursor)
-		c.stats.Frames.Add(int64(next - c.cursor))
-		c.cursor = next
 		if c.p.Heartbeat > 0 {
 			c.hbDue = now + int64(c.p.Heartbeat)
 		}
-		if n < len(w.out) {
-			w.handOff(c, w.out[n:])
+		if n < len(out) {
+			w.handOff(c, out[n:])
 			return
 		}
 	}
 	// Still more to write: come back after the others had their turn.
 	w.mark(rg)
+}
+
+// chunk returns the chunk to write to c next (empty when a filter passed over every frame) and the cursor
+// after it; the cursor is c's own when nothing new was published.
+func (w *writer) chunk(c *conn, rg *ring.Ring) ([]byte, uint64, error) {
+	if c.filtered() {
+		// The slow path, as the connection's goroutine takes it: each frame moves the position, matching
+		// frames get the stream's ids.
+		frames, next, _, err := rg.ReadFrames(c.cursor, w.frames[:0], c.s.cfg.MaxWriteBytes)
+		w.frames = frames
+		if err != nil || len(frames) == 0 {
+			return nil, c.cursor, err
+		}
+		c.buf = w.body[:0]
+		for _, f := range frames {
+			c.synced = c.deliverFrame(f, c.p) || c.synced
+		}
+		body := c.buf
+		w.body, c.buf = body[:0], nil
+		clear(frames)
+		if len(body) == 0 {
+			return nil, next, nil
+		}
+		w.out, w.outKey = appendChunk(w.out[:0], [][]byte{body}), chunkKey{}
+		return w.out, next, nil
+	}
+	spans, next, _, err := rg.Read(c.cursor, w.spans[:0], c.s.cfg.MaxWriteBytes)
+	w.spans = spans
+	if err != nil || len(spans) == 0 {
+		return nil, c.cursor, err
+	}
+	key := chunkKey{rg, c.cursor, next}
+	if key != w.outKey {
+		w.out = appendChunk(w.out[:0], spans)
+		w.outKey = key
+		w.outLast = lastFrame(spans[len(spans)-1])
+	}
+	clear(w.spans)
+	// The fast path does not track the position frame by frame: the last frame's id is it.
+	c.last = w.outLast
+	c.frames += int64(next - c.cursor)
+	c.stats.Frames.Add(int64(next - c.cursor))
+	return w.out, next, nil
 }
 
 // handOff gives c back a goroutine of its own to write rest (the socket is full), under the write timeout,

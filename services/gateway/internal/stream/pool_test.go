@@ -315,17 +315,16 @@ func TestPoolBehind(t *testing.T) {
 	}
 }
 
-// TestPoolKeepsOthersOnHandlerPath: HTTP/2 streams, TLS connections and filtered streams are not taken over;
-// they stream as before, with no parked connection.
+// TestPoolKeepsOthersOnHandlerPath: HTTP/2 streams and TLS connections are not taken over; they stream as
+// before, with no parked connection.
 func TestPoolKeepsOthersOnHandlerPath(t *testing.T) {
 	for _, tc := range []struct {
-		name, query string
-		tls         bool
-		proto       int
+		name  string
+		tls   bool
+		proto int
 	}{
-		{"http2", "", true, 2},
-		{"http1 over tls", "", true, 1},
-		{"http1 filtered", "?event=message", false, 1},
+		{"http2", true, 2},
+		{"http1 over tls", true, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFeeder(t, 1<<20)
@@ -343,7 +342,7 @@ func TestPoolKeepsOthersOnHandlerPath(t *testing.T) {
 				ps.hs.Start()
 			}
 			t.Cleanup(func() { ps.hs.Close(); ps.srv.Close() })
-			req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, ps.hs.URL+tc.query, nil)
+			req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, ps.hs.URL, nil)
 			resp, err := cl.Do(req)
 			if err != nil {
 				t.Fatal(err)
@@ -362,6 +361,49 @@ func TestPoolKeepsOthersOnHandlerPath(t *testing.T) {
 				t.Errorf("Parked = %d, want 0", n)
 			}
 		})
+	}
+}
+
+// TestPoolFiltered: a filtered stream is parked too; its writer passes over the frames the filter drops and
+// writes the others with their positions.
+func TestPoolFiltered(t *testing.T) {
+	f := newFeeder(t, 1<<20)
+	ps := startPool(t, Config{}, &Topic{Ring: f.rg}, Params{}).start(t)
+	c := dialOpen(t, ps.hs.URL+"?event=keep")
+	waitUntil(t, "a parked connection", func() bool { return ps.st.Parked.Load() == 1 })
+	publish := func(typ string, n int) {
+		f.b.Reset()
+		for range n {
+			f.offset++
+			f.b.Add(sse.AppendEvent(f.b.Buf(), f.id(), typ, []byte(fmt.Sprint(typ, f.offset-1))), 0, f.offset-1, nil)
+		}
+		f.rg.Publish(&f.b, []byte(f.id()))
+	}
+	for i := range 20 {
+		publish("skip", i%3)
+		publish("keep", 1)
+	}
+	publish("skip", 5)
+	publish("keep", 1)
+	want := int64(0)
+	for i := range 21 {
+		ev, err := c.p.Next()
+		if err != nil {
+			t.Fatalf("event %d: %v", i, err)
+		}
+		want += int64(i%3) + 1
+		if i == 20 {
+			want = f.offset
+		}
+		if ev.Type != "keep" || ev.ID != fmt.Sprintf("v1:0-%d", want-1) || ev.Data != fmt.Sprint("keep", want-1) {
+			t.Fatalf("event %d = %+v, want a keep event at offset %d", i, ev, want-1)
+		}
+	}
+	if n := ps.st.Parked.Load(); n != 1 {
+		t.Errorf("Parked = %d, want 1", n)
+	}
+	if n := ps.st.Frames.Load(); n != 21 {
+		t.Errorf("Frames = %d, want 21 (skipped frames are not written)", n)
 	}
 }
 

@@ -388,13 +388,22 @@ func (c *conn) flushBuf() error {
 // and the others are written with the stream's own id. It reports whether the stream has caught up with the
 // ring, after which frames can be written as they are.
 func (c *conn) deliver(f ring.Frame, p Params) (synced bool, err error) {
+	synced = c.deliverFrame(f, p)
+	if len(c.buf) >= slowFlushBytes {
+		return synced, c.flushBuf()
+	}
+	return synced, nil
+}
+
+// deliverFrame is deliver without the write: it appends to c.buf what the client gets of f.
+func (c *conn) deliverFrame(f ring.Frame, p Params) (synced bool) {
 	if c.keyParts != nil {
 		if _, ok := slices.BinarySearch(c.keyParts, f.Partition); !ok {
-			return false, nil // not a partition of this stream: not even its position is tracked
+			return false // not a partition of this stream: not even its position is tracked
 		}
 	}
 	if have, ok := c.pos.Offset(f.Partition); ok && f.Offset <= have {
-		return false, nil
+		return false
 	}
 	c.pos.Set(f.Partition, f.Offset)
 	c.idBuf, _ = c.pos.AppendText(c.idBuf[:0])
@@ -402,10 +411,10 @@ func (c *conn) deliver(f ring.Frame, p Params) (synced bool, err error) {
 	baked := f.Bytes[len("id: "):nl]
 	synced = bytes.Equal(c.idBuf, baked)
 	if len(p.Events) > 0 && !p.Events[frameType(f.Bytes[nl+1:])] {
-		return synced, nil
+		return synced
 	}
 	if len(p.Keys) > 0 && !p.Keys[string(f.Key)] {
-		return synced, nil
+		return synced
 	}
 	if synced {
 		c.buf = append(c.buf, f.Bytes...)
@@ -416,10 +425,7 @@ func (c *conn) deliver(f ring.Frame, p Params) (synced bool, err error) {
 	}
 	c.frames++
 	c.stats.Frames.Add(1)
-	if len(c.buf) >= slowFlushBytes {
-		return synced, c.flushBuf()
-	}
-	return synced, nil
+	return synced
 }
 
 // frameType returns the event type of a frame whose id line was cut off.

@@ -118,7 +118,7 @@ func (s *Server) Close() {
 // server drains, or a write or a Kafka replay fails, and returns why it ended. The caller has validated the
 // request. stats may be shared by many connections.
 //
-// With a writer pool, an HTTP/1.1 stream without filters is taken over from net/http: Serve returns
+// With a writer pool, a plain HTTP/1.1 stream is taken over from net/http: Serve returns
 // Detached once it is idle and handed to the pool, and its end is counted in stats alone.
 func (s *Server) Serve(w http.ResponseWriter, r *http.Request, t *Topic, p Params, stats *Stats) CloseReason {
 	h := w.Header()
@@ -128,7 +128,7 @@ func (s *Server) Serve(w http.ResponseWriter, r *http.Request, t *Topic, p Param
 
 	stats.Open.Add(1)
 	c := &conn{s: s, t: t, p: p, stats: stats, draining: s.draining, remote: r.RemoteAddr}
-	if s.pool != nil && len(p.Events) == 0 && len(p.Keys) == 0 && r.ProtoMajor == 1 && r.ProtoMinor >= 1 && r.TLS == nil {
+	if s.pool != nil && r.ProtoMajor == 1 && r.ProtoMinor >= 1 && r.TLS == nil {
 		if nc, _, err := http.NewResponseController(w).Hijack(); err == nil {
 			return s.pool.serve(c, nc, responseHead(h))
 		}
@@ -226,7 +226,12 @@ func (c *conn) resume() {
 }
 
 // parkable says the stream can be handed to the writer pool when it is idle.
-func (c *conn) parkable() bool { return c.rc != nil && c.synced && c.raw.head == nil }
+func (c *conn) parkable() bool {
+	return c.rc != nil && c.raw.head == nil && (c.synced || c.filtered())
+}
+
+// filtered says the stream has an event or key filter, so it always takes the slow path.
+func (c *conn) filtered() bool { return len(c.p.Events) > 0 || len(c.p.Keys) > 0 }
 
 // loop writes the ring's frames as they come, until the stream ends (or parks: Detached).
 func (c *conn) loop(ctx context.Context) CloseReason {
@@ -277,7 +282,7 @@ func (c *conn) loop(ctx context.Context) CloseReason {
 		var wake <-chan struct{}
 		var err error
 		wrote := false
-		if c.synced && len(p.Events) == 0 && len(p.Keys) == 0 {
+		if c.synced && !c.filtered() {
 			// The fast path: the ring's frames, ids and all, are exactly what this client needs next.
 			spans, next, wake, err = rg.Read(c.cursor, spans[:0], c.s.cfg.MaxWriteBytes)
 			if err == nil && len(spans) > 0 {
