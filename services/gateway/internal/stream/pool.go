@@ -320,8 +320,8 @@ func (w *writer) adopt(c *conn, now int64) {
 		c.hbDue = now + int64(c.p.Heartbeat)
 	}
 	c.probeDue = now + probeEvery
-	if w.draining && c.drainAt == 0 {
-		c.drainAt = now + int64(jitter(w.pool.s.cfg.Drain))
+	if w.draining {
+		c.pickDrainMoment(now)
 	}
 	c.hi = -1
 	w.schedule(c)
@@ -444,9 +444,7 @@ func (w *writer) startDrain() {
 	now := monoNow()
 	for _, conns := range w.rings {
 		for _, c := range conns {
-			if c.drainAt == 0 {
-				c.drainAt = now + int64(jitter(w.pool.s.cfg.Drain))
-			}
+			c.pickDrainMoment(now)
 			w.schedule(c)
 		}
 	}

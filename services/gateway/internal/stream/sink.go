@@ -18,8 +18,8 @@ type sink interface {
 	write(spans [][]byte, timeout time.Duration) (int, error)
 }
 
-// httpSink writes through net/http: HTTP/2 streams, HTTP/1.0 and filtered streams, and every stream when
-// the writer pool is off.
+// httpSink writes through net/http: HTTP/2, TLS and HTTP/1.0 streams, and every stream when the writer pool
+// is off.
 type httpSink struct {
 	w  http.ResponseWriter
 	rc *http.ResponseController
@@ -41,7 +41,7 @@ func (s *httpSink) write(spans [][]byte, timeout time.Duration) (int, error) {
 }
 
 // rawSink writes the chunked body of an HTTP/1.1 response on a connection taken over from net/http (see
-// takeOver): each write is one chunk, written with one writev.
+// pool.serve): each write is one chunk, written with one writev.
 type rawSink struct {
 	nc   net.Conn
 	head []byte      // the response head, sent with the first write; nil once sent

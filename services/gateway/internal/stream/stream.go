@@ -248,9 +248,7 @@ func (c *conn) loop(ctx context.Context) CloseReason {
 	var drainC <-chan time.Time
 	startDrain := func() {
 		c.draining = nil
-		if c.drainAt == 0 {
-			c.drainAt = monoNow() + int64(jitter(c.s.cfg.Drain))
-		}
+		c.pickDrainMoment(monoNow())
 		drainTimer = time.NewTimer(time.Duration(c.drainAt - monoNow()))
 		drainC = drainTimer.C
 	}
@@ -403,6 +401,14 @@ func (c *conn) write(spans [][]byte) error {
 		return fmt.Errorf("%w: %w", errWrite, err)
 	}
 	return nil
+}
+
+// pickDrainMoment sets, once, the moment this stream closes: random within the drain window from now, so that
+// clients do not all reconnect at once.
+func (c *conn) pickDrainMoment(now int64) {
+	if c.drainAt == 0 {
+		c.drainAt = now + int64(jitter(c.s.cfg.Drain))
+	}
 }
 
 // jitter returns a random duration in [0, d).
