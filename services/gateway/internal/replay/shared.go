@@ -44,13 +44,18 @@ func (p *Pool) Read(ctx context.Context, topic string, ranges []Range, interval 
 		blk       *block
 		i         int // index of the next record in blk
 	}
+	// nextBlock returns the block holding the cursor's next offset, and the last offset the cursor needs
+	// of it.
+	nextBlock := func(c *cursor) (blockKey, int64) {
+		idx := c.next / p.cfg.BlockSize
+		return blockKey{topic, c.partition, idx}, min((idx+1)*p.cfg.BlockSize-1, c.upto)
+	}
 	// head returns the cursor's next record, fetching blocks as needed; nil when the range is done.
 	head := func(c *cursor) (*kgo.Record, error) {
 		for c.next <= c.upto {
 			if c.blk == nil || c.next > c.blk.to {
-				idx := c.next / p.cfg.BlockSize
-				end := min((idx+1)*p.cfg.BlockSize-1, c.upto)
-				b, err := p.block(ctx, blockKey{topic, c.partition, idx}, c.next, end, interval, idle)
+				key, end := nextBlock(c)
+				b, err := p.block(ctx, key, c.next, end, interval, idle)
 				if err != nil {
 					return nil, err
 				}
@@ -78,8 +83,8 @@ func (p *Pool) Read(ctx context.Context, topic string, ranges []Range, interval 
 		var wg sync.WaitGroup
 		defer func() { cancel(); wg.Wait() }()
 		for _, c := range cs[1:] {
-			from, idx := c.next, c.next/p.cfg.BlockSize
-			key, end := blockKey{topic, c.partition, idx}, min((idx+1)*p.cfg.BlockSize-1, c.upto)
+			key, end := nextBlock(c)
+			from := c.next
 			wg.Go(func() { _, _ = p.block(pctx, key, from, end, 0, nil) })
 		}
 	}
