@@ -31,6 +31,8 @@ type App struct {
 	streams *stream.Server
 	stats   map[string]*stream.Stats
 	replays *replay.Pool
+	// replayLog is the Kafka client the replays read with.
+	replayLog *replay.KafkaLog
 	// streamTopics are what streams read, per topic: the ring, and Kafka through the feed and replays.
 	streamTopics map[string]*stream.Topic
 	telemetry    *telemetry
@@ -57,6 +59,10 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
+	replayLog, err := replay.NewKafkaLog(kopts...)
+	if err != nil {
+		return nil, err
+	}
 	a := &App{
 		cfg:  cfg,
 		log:  log,
@@ -70,7 +76,8 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 			Logger:       log,
 		}),
 		stats:        map[string]*stream.Stats{},
-		replays:      replay.NewPool(replay.Config{Readers: cfg.ReplayReaders}, kopts...),
+		replayLog:    replayLog,
+		replays:      replay.NewPool(replay.Config{Readers: cfg.ReplayReaders}, replayLog),
 		streamTopics: map[string]*stream.Topic{},
 	}
 	for _, name := range f.Topics() {
@@ -92,11 +99,13 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 	}
 	if a.telemetry, err = newTelemetry(f, a.stats, a.replays); err != nil {
 		a.streams.Close()
+		a.replayLog.Close()
 		return nil, err
 	}
 	var lc net.ListenConfig
 	if a.ln, err = lc.Listen(context.Background(), "tcp", cfg.Listen); err != nil {
 		a.streams.Close()
+		a.replayLog.Close()
 		return nil, fmt.Errorf("listen on %s: %w", cfg.Listen, err)
 	}
 	a.srv = &http.Server{
@@ -148,6 +157,7 @@ func (a *App) Run(ctx context.Context) error {
 	a.streams.Close()
 	stopFeed()
 	wg.Wait()
+	a.replayLog.Close()
 	if terr := a.telemetry.shutdown(sctx); terr != nil && !errors.Is(terr, context.DeadlineExceeded) {
 		a.log.Warn("telemetry shutdown", "err", terr)
 	}

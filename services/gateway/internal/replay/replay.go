@@ -2,15 +2,12 @@ package replay
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/golang-lru/v2/expirable"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -20,18 +17,6 @@ type Range struct {
 	Partition int32
 	After     int64
 	Upto      int64
-}
-
-// OutOfRangeError is returned by Read when a range starts below the partition's low watermark: retention or
-// DeleteRecords removed records the caller asked for.
-type OutOfRangeError struct {
-	Partition int32
-	Offset    int64
-}
-
-// Error says which partition and offset are gone.
-func (e *OutOfRangeError) Error() string {
-	return fmt.Sprintf("replay: partition %d offset %d is below the low watermark", e.Partition, e.Offset)
 }
 
 // Config configures a Pool.
@@ -46,9 +31,9 @@ type Config struct {
 	// CacheTTL is how long a block stays cached; it bounds how long a deleted and recreated topic can be
 	// answered from blocks of its former self. Zero means one minute.
 	CacheTTL time.Duration
-	// Idle is how long a read waits for a partition's next record before it fails. A range always ends on a
-	// record the gateway has read (or the read reaches a record after it), so silence means the broker is
-	// not delivering, and ending the range there would hand on a block with records missing. Zero means 5s.
+	// Idle is how long a read waits for a partition's log to move before it fails. A range always ends at or
+	// before an offset the gateway has read past, so a log that does not move means the broker is not
+	// delivering, and ending the range there would hand on a block with records missing. Zero means 5s.
 	Idle time.Duration
 }
 
@@ -68,7 +53,7 @@ type Stats struct {
 // each block from Kafka once.
 type Pool struct {
 	cfg   Config
-	opts  []kgo.Opt
+	log   Log
 	slots chan struct{}
 	// Stats are the pool's counters, read by metrics.
 	Stats Stats
@@ -78,8 +63,8 @@ type Pool struct {
 	flights map[blockKey]*flight
 }
 
-// NewPool returns a pool whose readers connect with kafkaOpts.
-func NewPool(cfg Config, kafkaOpts ...kgo.Opt) *Pool {
+// NewPool returns a pool that reads from log.
+func NewPool(cfg Config, log Log) *Pool {
 	if cfg.Readers <= 0 {
 		cfg.Readers = 4
 	}
@@ -97,7 +82,7 @@ func NewPool(cfg Config, kafkaOpts ...kgo.Opt) *Pool {
 	}
 	cache := expirable.NewLRU[blockKey, *block](cfg.CacheBlocks, nil, cfg.CacheTTL)
 	return &Pool{
-		cfg: cfg, opts: slices.Clone(kafkaOpts), slots: make(chan struct{}, cfg.Readers),
+		cfg: cfg, log: log, slots: make(chan struct{}, cfg.Readers),
 		cache: cache, flights: map[blockKey]*flight{},
 	}
 }
@@ -109,25 +94,19 @@ func (p *Pool) Acquire(ctx context.Context, interval time.Duration, idle func() 
 	case p.slots <- struct{}{}:
 	default:
 		p.Stats.Waiting.Add(1)
-		defer p.Stats.Waiting.Add(-1)
-		var tick <-chan time.Time
-		if interval > 0 && idle != nil {
-			t := time.NewTicker(interval)
-			defer t.Stop()
-			tick = t.C
-		}
-	wait:
-		for {
+		err := keepAlive(ctx, interval, idle, func(tick <-chan time.Time) (bool, error) {
 			select {
 			case p.slots <- struct{}{}:
-				break wait
+				return true, nil
 			case <-ctx.Done():
-				return nil, ctx.Err()
+				return false, ctx.Err()
 			case <-tick:
-				if err := idle(); err != nil {
-					return nil, err
-				}
+				return false, nil
 			}
+		})
+		p.Stats.Waiting.Add(-1)
+		if err != nil {
+			return nil, err
 		}
 	}
 	p.Stats.InUse.Add(1)
@@ -137,134 +116,35 @@ func (p *Pool) Acquire(ctx context.Context, interval time.Duration, idle func() 
 	}, nil
 }
 
-// readRange reads ranges of topic with a new seek-based reader and calls fn with each record, across
-// partitions in record-timestamp order (ties by partition), within a partition in offset order. A partition
-// is done when a record at or after its Upto offset was read: an Upto that holds no record (a transaction
-// marker, an aborted or compacted record, the end of a block) is passed by the next record, which the
-// reader fetches on. No record for Config.Idle is an *IdleError. The caller must hold a reader from
-// Acquire. An error from fn stops the read and is returned.
-func (p *Pool) readRange(ctx context.Context, topic string, ranges []Range, fn func(*kgo.Record) error) error {
-	start := time.Now()
-	p.Stats.Reads.Add(1)
-	defer func() { p.Stats.Nanos.Add(int64(time.Since(start))) }()
-
-	type part struct {
-		upto  int64
-		queue []*kgo.Record
-		done  bool
-		seen  bool // a record of this partition arrived
-	}
-	parts := map[int32]*part{}
-	offsets := map[int32]kgo.Offset{}
-	for _, r := range ranges {
-		if r.After >= r.Upto {
-			continue
-		}
-		parts[r.Partition] = &part{upto: r.Upto}
-		offsets[r.Partition] = kgo.NewOffset().At(r.After + 1)
-	}
-	if len(parts) == 0 {
-		return nil
-	}
-	cl, err := kgo.NewClient(append(slices.Clone(p.opts),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.FetchMaxWait(fetchMaxWait),
-		kgo.ConsumeResetOffset(kgo.NoResetOffset()),
-	)...)
-	if err != nil {
-		return fmt.Errorf("replay: kafka client: %w", err)
-	}
-	defer cl.Close()
-
-	// emit hands out queued records in timestamp order for as long as that order is known, i.e. while every
-	// partition still being read has a record queued.
-	emit := func(final bool) error {
-		for {
-			var best *part
-			for _, pt := range parts {
-				if len(pt.queue) == 0 {
-					if !pt.done && !final {
-						return nil
-					}
-					continue
-				}
-				if best == nil || before(pt.queue[0], best.queue[0]) {
-					best = pt
-				}
-			}
-			if best == nil {
-				return nil
-			}
-			rec := best.queue[0]
-			best.queue[0] = nil
-			best.queue = best.queue[1:]
-			if err := fn(rec); err != nil {
-				return err
-			}
-		}
+// keepAlive runs wait until it reports done, calling idle every interval in between: every wait of a
+// connection for Kafka (a reader slot, another connection's fetch of the same block, a log that has not
+// moved yet) keeps the connection alive the same way. wait gets the ticker's channel (nil without idle) and
+// returns when it fires, when it is done, or with an error.
+func keepAlive(ctx context.Context, interval time.Duration, idle func() error, wait func(tick <-chan time.Time) (bool, error)) error {
+	var tick <-chan time.Time
+	if interval > 0 && idle != nil {
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		tick = t.C
 	}
 	for {
-		if err := emit(false); err != nil {
+		done, err := wait(tick)
+		if done || err != nil {
 			return err
 		}
-		active := false
-		for _, pt := range parts {
-			active = active || !pt.done
-		}
-		if !active {
-			return emit(true)
-		}
-		pctx, cancel := context.WithTimeout(ctx, p.cfg.Idle)
-		fs := cl.PollRecords(pctx, 2000)
-		cancel()
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		var ferr error
-		fs.EachError(func(_ string, partition int32, err error) {
-			switch {
-			case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-			case errors.Is(err, kerr.OffsetOutOfRange):
-				ferr = &OutOfRangeError{Partition: partition, Offset: offsets[partition].EpochOffset().Offset}
-			default:
-				ferr = fmt.Errorf("replay: fetch partition %d: %w", partition, err)
-			}
-		})
-		if ferr != nil {
-			return ferr
-		}
-		got := false
-		fs.EachRecord(func(rec *kgo.Record) {
-			pt := parts[rec.Partition]
-			if pt == nil || pt.done {
-				return
-			}
-			pt.seen = true
-			if rec.Offset <= pt.upto {
-				pt.queue = append(pt.queue, rec)
-				got = true
-			}
-			if rec.Offset >= pt.upto {
-				pt.done = true
-			}
-		})
-		if !got && fs.NumRecords() == 0 {
-			// Nothing arrived within Idle, though every partition still open has a record to come.
-			for q, pt := range parts {
-				if !pt.done && len(pt.queue) == 0 {
-					return &IdleError{Partition: q, Upto: pt.upto, Wait: p.cfg.Idle}
-				}
+		if idle != nil {
+			if err := idle(); err != nil {
+				return err
 			}
 		}
 	}
 }
 
-// fetchMaxWait is how long the broker may hold a replay fetch that has nothing to return yet.
-const fetchMaxWait = 250 * time.Millisecond
-
-// IdleError is returned by a read when a partition delivered no record for Config.Idle before reaching its
-// range's end: the broker is not delivering (or the topic was deleted and created again, shorter). The
+// IdleError is returned by a read when a partition's log did not move for Config.Idle before the read passed
+// its range's end: the broker is not delivering (or the topic was deleted and created again, shorter). The
 // stream fails and its client resumes, rather than getting a block with records missing.
 type IdleError struct {
 	Partition int32
@@ -274,7 +154,7 @@ type IdleError struct {
 
 // Error names the partition and how long it was silent.
 func (e *IdleError) Error() string {
-	return fmt.Sprintf("replay: partition %d delivered no record for %v before offset %d", e.Partition, e.Wait, e.Upto)
+	return fmt.Sprintf("replay: partition %d did not move for %v before offset %d", e.Partition, e.Wait, e.Upto)
 }
 
 func before(a, b *kgo.Record) bool {

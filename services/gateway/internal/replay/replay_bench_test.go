@@ -27,12 +27,12 @@ func BenchmarkColdResume(b *testing.B) {
 		recs = append(recs, &kgo.Record{Partition: int32(i % 3), Value: fmt.Appendf(nil, `{"seq":%d,"pad":"%0180d"}`, i, 0)})
 	}
 	kafkatest.Produce(b, cl, recs...)
-	opts := []kgo.Opt{kgo.SeedBrokers(kafkatest.Brokers(b)...)}
+	log := kafkaLog(b)
 	ranges := []Range{{0, -1, perPartition - 1}, {1, -1, perPartition - 1}, {2, -1, perPartition - 1}}
 	var total time.Duration
 	n := 0
 	for b.Loop() {
-		pool := NewPool(Config{}, opts...)
+		pool := NewPool(Config{}, log)
 		start := time.Now()
 		err := pool.Read(context.Background(), topic, ranges, 0, nil, func(*kgo.Record) error { return errFirst })
 		if !errors.Is(err, errFirst) {

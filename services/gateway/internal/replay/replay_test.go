@@ -15,6 +15,17 @@ import (
 	"github.com/ssegate/ssegate/pkg/kafkatest"
 )
 
+// kafkaLog returns a Log of the test cluster, closed when the test ends.
+func kafkaLog(t testing.TB) *KafkaLog {
+	t.Helper()
+	l, err := NewKafkaLog(kgo.SeedBrokers(kafkatest.Brokers(t)...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.Close)
+	return l
+}
+
 // TestReadInterleavesByTimestamp reads exact ranges of three partitions and gets them in timestamp order.
 func TestReadInterleavesByTimestamp(t *testing.T) {
 	topic := kafkatest.NewTopic(t, 3, nil)
@@ -26,7 +37,7 @@ func TestReadInterleavesByTimestamp(t *testing.T) {
 		recs = append(recs, &kgo.Record{Partition: int32(i % 3), Timestamp: base.Add(time.Duration(i) * time.Millisecond), Value: fmt.Appendf(nil, "%d", i)})
 	}
 	kafkatest.Produce(t, cl, recs...)
-	pool := NewPool(Config{Readers: 1}, kgo.SeedBrokers(kafkatest.Brokers(t)...))
+	pool := NewPool(Config{Readers: 1}, kafkaLog(t))
 	ctx := kafkatest.Context(t)
 	// Partition 0 holds records 0,3,6,..,57 at offsets 0..19; read offsets 5..9 of it, 0..19 of partition 1,
 	// and nothing of partition 2.
@@ -67,7 +78,7 @@ func TestReadOutOfRange(t *testing.T) {
 	if _, err := kafkatest.Admin(t).DeleteRecords(ctx, os); err != nil {
 		t.Fatal(err)
 	}
-	pool := NewPool(Config{}, kgo.SeedBrokers(kafkatest.Brokers(t)...))
+	pool := NewPool(Config{}, kafkaLog(t))
 	err := pool.Read(ctx, topic, []Range{{Partition: 0, After: 1, Upto: 9}}, 0, nil, func(*kgo.Record) error { return nil })
 	var oor *OutOfRangeError
 	if !errors.As(err, &oor) || oor.Partition != 0 {
@@ -76,8 +87,8 @@ func TestReadOutOfRange(t *testing.T) {
 }
 
 // TestReadPastTransactionMarkers: offsets that hold no record for a read_committed reader (commit and abort
-// markers, aborted records) end a range by the first record after them, at once, not by waiting; a range
-// whose end never comes fails with an *IdleError instead of ending short.
+// markers, aborted records) end a range at once, whether or not a record follows them; a range whose end
+// never comes fails with an *IdleError instead of ending short.
 func TestReadPastTransactionMarkers(t *testing.T) {
 	topic := kafkatest.NewTopic(t, 1, nil)
 	cl := kafkatest.Client(t, kgo.DefaultProduceTopic(topic), kgo.TransactionalID(topic+"-txn"))
@@ -99,32 +110,36 @@ func TestReadPastTransactionMarkers(t *testing.T) {
 	txn(true, "a", "b", "c") // offsets 0-2, commit marker 3
 	txn(false, "x", "y")     // aborted 4-5, abort marker 6
 	txn(true, "d", "e")      // offsets 7-8, commit marker 9
-	pool := NewPool(Config{Idle: 2 * time.Second}, kgo.SeedBrokers(kafkatest.Brokers(t)...))
+	txn(false, "z")          // aborted 10, abort marker 11: the log ends with an aborted tail
+	pool := NewPool(Config{Idle: 2 * time.Second}, kafkaLog(t))
 	for _, tc := range []struct {
-		upto int64
-		want string
+		after, upto int64
+		want        string
 	}{
-		{3, "[a b c]"}, // a commit marker
-		{5, "[a b c]"}, // an aborted record
-		{6, "[a b c]"}, // an abort marker
-		{8, "[a b c d e]"},
+		{-1, 3, "[a b c]"}, // a commit marker
+		{-1, 5, "[a b c]"}, // an aborted record
+		{-1, 6, "[a b c]"}, // an abort marker
+		{-1, 8, "[a b c d e]"},
+		{8, 9, "[]"},     // the last commit marker, no record after it (prefill 0 starts here)
+		{2, 11, "[d e]"}, // to the end of an aborted tail
+		{3, 6, "[]"},     // nothing but an aborted transaction
 	} {
 		var got []string
 		start := time.Now()
-		err := pool.Read(ctx, topic, []Range{{Partition: 0, After: -1, Upto: tc.upto}}, 0, nil, func(r *kgo.Record) error {
+		err := pool.Read(ctx, topic, []Range{{Partition: 0, After: tc.after, Upto: tc.upto}}, 0, nil, func(r *kgo.Record) error {
 			got = append(got, string(r.Value))
 			return nil
 		})
 		if err != nil || fmt.Sprint(got) != tc.want {
-			t.Errorf("Read up to %d: %v, %v; want %s", tc.upto, got, err, tc.want)
+			t.Errorf("Read (%d, %d]: %v, %v; want %s", tc.after, tc.upto, got, err, tc.want)
 		}
-		if took := time.Since(start); took >= 2*time.Second {
-			t.Errorf("Read up to %d took %v: it waited for silence", tc.upto, took)
+		if took := time.Since(start); took >= time.Second {
+			t.Errorf("Read (%d, %d] took %v: it waited for silence", tc.after, tc.upto, took)
 		}
 		pool.cache.Purge()
 	}
-	// Offset 9 is the last commit marker: no record comes after it.
-	err := pool.Read(ctx, topic, []Range{{Partition: 0, After: 8, Upto: 9}}, 0, nil, func(*kgo.Record) error { return nil })
+	// Offset 13 is past the log's end (12): the log never gets there.
+	err := pool.Read(ctx, topic, []Range{{Partition: 0, After: 8, Upto: 13}}, 0, nil, func(*kgo.Record) error { return nil })
 	var idle *IdleError
 	if !errors.As(err, &idle) || idle.Partition != 0 {
 		t.Fatalf("Read of a range whose end never comes: %v, want an IdleError", err)
@@ -133,7 +148,7 @@ func TestReadPastTransactionMarkers(t *testing.T) {
 
 // TestAcquireBoundsReaders: no more than Readers run at once, and a waiting caller's idle callback runs.
 func TestAcquireBoundsReaders(t *testing.T) {
-	pool := NewPool(Config{Readers: 2})
+	pool := NewPool(Config{Readers: 2}, nil)
 	var running, most atomic.Int64
 	var idles atomic.Int64
 	var wg sync.WaitGroup
@@ -179,7 +194,7 @@ func TestReadShared(t *testing.T) {
 		recs = append(recs, &kgo.Record{Partition: int32(i % 2), Value: fmt.Appendf(nil, "%d", i)})
 	}
 	kafkatest.Produce(t, cl, recs...)
-	pool := NewPool(Config{Readers: 2, BlockSize: 64}, kgo.SeedBrokers(kafkatest.Brokers(t)...))
+	pool := NewPool(Config{Readers: 2, BlockSize: 64}, kafkaLog(t))
 	ctx := kafkatest.Context(t)
 	const readers = 20
 	var wg sync.WaitGroup

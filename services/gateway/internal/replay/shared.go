@@ -132,12 +132,21 @@ func (p *Pool) block(ctx context.Context, key blockKey, from, to int64, interval
 		p.mu.Lock()
 		if f := p.flights[key]; f != nil {
 			p.mu.Unlock()
-			select {
-			case <-f.done:
-				continue // look at the cache again: the fetch may not have covered what this one needs
-			case <-ctx.Done():
-				return nil, ctx.Err()
+			// Another connection is fetching this block: wait for it, alive.
+			err := keepAlive(ctx, interval, idle, func(tick <-chan time.Time) (bool, error) {
+				select {
+				case <-f.done:
+					return true, nil
+				case <-ctx.Done():
+					return false, ctx.Err()
+				case <-tick:
+					return false, nil
+				}
+			})
+			if err != nil {
+				return nil, err
 			}
+			continue // look at the cache again: the fetch may not have covered what this one needs
 		}
 		f := &flight{done: make(chan struct{})}
 		p.flights[key] = f
@@ -160,28 +169,62 @@ func (p *Pool) block(ctx context.Context, key blockKey, from, to int64, interval
 	}
 }
 
-// fetch reads a block from Kafka: from the block's first offset, so that connections resuming a little
-// earlier find it in the cache too, or from the first offset needed when the block's start was deleted.
+// fetch reads a block from the log: from the block's first offset, so that connections resuming a little
+// earlier find it in the cache too, or from the first offset needed when the block's start was deleted. It
+// reads until the log's next offset passes to, so a block ends exactly where it should whether or not to
+// holds a record, and keeps what the last fetch brought beyond to, up to the block's end.
 func (p *Pool) fetch(ctx context.Context, key blockKey, from, to int64, interval time.Duration, idle func() error) (*block, error) {
 	release, err := p.Acquire(ctx, interval, idle)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	read := func(start int64) (*block, error) {
-		b := &block{from: start, to: to}
-		err := p.readRange(ctx, key.topic, []Range{{Partition: key.partition, After: start - 1, Upto: to}},
-			func(r *kgo.Record) error {
-				b.recs = append(b.recs, r)
-				return nil
-			})
-		return b, err
-	}
-	lo := key.index * p.cfg.BlockSize
-	b, err := read(lo)
+	start := time.Now()
+	p.Stats.Reads.Add(1)
+	defer func() { p.Stats.Nanos.Add(int64(time.Since(start))) }()
+	lo, end := key.index*p.cfg.BlockSize, (key.index+1)*p.cfg.BlockSize-1
+	b, err := p.readBlock(ctx, key, lo, to, end, interval, idle)
 	var oor *OutOfRangeError
 	if errors.As(err, &oor) && lo < from {
-		b, err = read(from)
+		b, err = p.readBlock(ctx, key, from, to, end, interval, idle)
 	}
 	return b, err
+}
+
+// readBlock reads key's partition from offset from until the log has passed to, keeping records up to end.
+func (p *Pool) readBlock(ctx context.Context, key blockKey, from, to, end int64, interval time.Duration, idle func() error) (*block, error) {
+	b := &block{from: from}
+	off := from
+	moved := time.Now() // when the log last moved
+	lastIdle := moved
+	for off <= to {
+		recs, next, err := p.log.Fetch(ctx, key.topic, key.partition, off)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range recs {
+			if r.Offset >= off && r.Offset <= end {
+				b.recs = append(b.recs, r)
+			}
+		}
+		now := time.Now()
+		if next > off {
+			off, moved = next, now
+			continue
+		}
+		if now.Sub(moved) >= p.cfg.Idle {
+			return nil, &IdleError{Partition: key.partition, Upto: to, Wait: p.cfg.Idle}
+		}
+		if idle != nil && interval > 0 && now.Sub(lastIdle) >= interval {
+			if err := idle(); err != nil {
+				return nil, err
+			}
+			lastIdle = now
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+	b.to = min(off-1, end)
+	return b, nil
 }

@@ -1,0 +1,34 @@
+package replay
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Log is where a Pool reads records: Kafka (KafkaLog), or an in-memory log in tests (package memlog).
+//
+// A fetch names an offset and gets back the committed records at or after it and the offset to fetch next.
+// The next offset is past every record, transaction marker and aborted record the answer covered, so a
+// reader knows it has passed an offset whether or not that offset held a record: a range may end on a
+// commit marker, an aborted record or a "passed" mark, and the read still ends at once.
+type Log interface {
+	// Fetch returns committed records of the partition at or after offset, in offset order, and the offset
+	// to fetch next. The answer may hold no record and leave next at offset when nothing at or after offset
+	// is stable yet; Fetch may wait a short time (a Kafka fetch's max wait) for that to change. An offset
+	// below the partition's low watermark is an *OutOfRangeError.
+	Fetch(ctx context.Context, topic string, partition int32, offset int64) (recs []*kgo.Record, next int64, err error)
+}
+
+// OutOfRangeError is returned when a read starts below the partition's low watermark: retention or
+// DeleteRecords removed records the caller asked for.
+type OutOfRangeError struct {
+	Partition int32
+	Offset    int64
+}
+
+// Error says which partition and offset are gone.
+func (e *OutOfRangeError) Error() string {
+	return fmt.Sprintf("replay: partition %d offset %d is below the low watermark", e.Partition, e.Offset)
+}

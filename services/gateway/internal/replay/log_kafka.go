@@ -1,0 +1,155 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// KafkaLog is the Log of a Kafka cluster: one long-lived client that sends each fetch as a FetchRequest for an
+// explicit offset to the partition's leader and decodes the answer itself (read_committed). It keeps no
+// consumer state between fetches, so nothing it does for one resume can stall another, and a fetch costs one
+// round trip, not a new client.
+type KafkaLog struct {
+	cl           *kgo.Client
+	decompressor kgo.Decompressor
+}
+
+// Fetch sizes. The broker always returns at least one whole batch, whatever these say.
+const (
+	fetchMaxWait       = 250 * time.Millisecond
+	fetchMaxBytes      = 8 << 20
+	fetchPartitionSize = 1 << 20
+)
+
+// NewKafkaLog returns the Log of the cluster kafkaOpts (brokers, TLS, SASL) reach. Close closes it.
+func NewKafkaLog(kafkaOpts ...kgo.Opt) (*KafkaLog, error) {
+	cl, err := kgo.NewClient(kafkaOpts...)
+	if err != nil {
+		return nil, fmt.Errorf("replay: kafka client: %w", err)
+	}
+	return &KafkaLog{cl: cl, decompressor: kgo.DefaultDecompressor()}, nil
+}
+
+// Close closes the client.
+func (l *KafkaLog) Close() { l.cl.Close() }
+
+// errors of a fetch that a fresh look at the metadata can fix: the leader moved, or the topic's id changed.
+var staleMetadata = []error{
+	kerr.NotLeaderForPartition, kerr.UnknownTopicOrPartition, kerr.UnknownTopicID, kerr.FencedLeaderEpoch,
+	kerr.LeaderNotAvailable, kerr.UnknownLeaderEpoch, kerr.InconsistentTopicID, kerr.ReplicaNotAvailable,
+}
+
+// Fetch implements Log.
+func (l *KafkaLog) Fetch(ctx context.Context, topic string, partition int32, offset int64) ([]*kgo.Record, int64, error) {
+	var last error
+	for attempt := range 4 {
+		if attempt > 0 {
+			select {
+			case <-ctx.Done():
+				return nil, offset, ctx.Err()
+			case <-time.After(time.Duration(attempt) * 100 * time.Millisecond):
+			}
+		}
+		recs, next, err := l.fetchOnce(ctx, topic, partition, offset, attempt > 0)
+		if err == nil || !slices.ContainsFunc(staleMetadata, func(e error) bool { return errors.Is(err, e) }) {
+			return recs, next, err
+		}
+		last = err
+	}
+	return nil, offset, last
+}
+
+func (l *KafkaLog) fetchOnce(ctx context.Context, topic string, partition int32, offset int64, refresh bool) ([]*kgo.Record, int64, error) {
+	leader, topicID, err := l.leader(ctx, topic, partition, refresh)
+	if err != nil {
+		return nil, offset, err
+	}
+	req := kmsg.NewPtrFetchRequest()
+	req.ReplicaID = -1
+	req.MaxWaitMillis = int32(fetchMaxWait / time.Millisecond)
+	req.MinBytes = 1
+	req.MaxBytes = fetchMaxBytes
+	req.IsolationLevel = 1 // read_committed
+	req.SessionEpoch = -1  // no fetch session: every fetch stands alone
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic, rt.TopicID = topic, topicID
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.Partition = partition
+	rp.FetchOffset = offset
+	rp.CurrentLeaderEpoch = -1
+	rp.LogStartOffset = -1
+	rp.PartitionMaxBytes = fetchPartitionSize
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	kresp, err := l.cl.Broker(int(leader)).Request(ctx, req)
+	if err != nil {
+		return nil, offset, fmt.Errorf("replay: fetch %s/%d at %d: %w", topic, partition, offset, err)
+	}
+	resp, _ := kresp.(*kmsg.FetchResponse)
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return nil, offset, fmt.Errorf("replay: fetch %s/%d at %d: %w", topic, partition, offset, err)
+	}
+	for i := range resp.Topics {
+		for j := range resp.Topics[i].Partitions {
+			got := &resp.Topics[i].Partitions[j]
+			if got.Partition != partition {
+				continue
+			}
+			if err := kerr.ErrorForCode(got.ErrorCode); err != nil {
+				if errors.Is(err, kerr.OffsetOutOfRange) && offset < got.LogStartOffset || errors.Is(err, kerr.OffsetOutOfRange) && got.LogStartOffset < 0 {
+					return nil, offset, &OutOfRangeError{Partition: partition, Offset: offset}
+				}
+				return nil, offset, fmt.Errorf("replay: fetch %s/%d at %d: %w", topic, partition, offset, err)
+			}
+			fp, next := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{
+				Offset: offset, IsolationLevel: kgo.ReadCommitted(), Topic: topic, Partition: partition,
+			}, got, l.decompressor, nil)
+			if fp.Err != nil {
+				return nil, offset, fmt.Errorf("replay: decode %s/%d at %d: %w", topic, partition, offset, fp.Err)
+			}
+			return fp.Records, max(next, offset), nil
+		}
+	}
+	return nil, offset, fmt.Errorf("replay: fetch %s/%d at %d: %w", topic, partition, offset, kerr.UnknownTopicOrPartition)
+}
+
+// leader returns the partition's leader and the topic's id, from metadata no older than a minute (refresh:
+// from the broker).
+func (l *KafkaLog) leader(ctx context.Context, topic string, partition int32, refresh bool) (int32, [16]byte, error) {
+	limit := time.Minute
+	if refresh {
+		limit = time.Millisecond
+	}
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, rt)
+	md, err := l.cl.RequestCachedMetadata(ctx, req, limit)
+	if err != nil {
+		return -1, [16]byte{}, fmt.Errorf("replay: metadata of %s: %w", topic, err)
+	}
+	for _, t := range md.Topics {
+		if t.Topic == nil || *t.Topic != topic {
+			continue
+		}
+		if err := kerr.ErrorForCode(t.ErrorCode); err != nil {
+			return -1, [16]byte{}, fmt.Errorf("replay: metadata of %s: %w", topic, err)
+		}
+		for _, p := range t.Partitions {
+			if p.Partition == partition {
+				if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+					return -1, [16]byte{}, fmt.Errorf("replay: metadata of %s/%d: %w", topic, partition, err)
+				}
+				return p.Leader, t.TopicID, nil
+			}
+		}
+	}
+	return -1, [16]byte{}, fmt.Errorf("replay: metadata of %s/%d: %w", topic, partition, kerr.UnknownTopicOrPartition)
+}
