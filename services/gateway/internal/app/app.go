@@ -82,20 +82,7 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 	}
 	for _, name := range f.Topics() {
 		a.stats[name] = new(stream.Stats)
-		t := f.Topic(name)
-		a.streamTopics[name] = &stream.Topic{
-			Name:       name,
-			Ring:       t.Ring(),
-			Partitions: t.Partitions,
-			Watermarks: func(ctx context.Context, maxAge time.Duration) (map[int32]feed.Watermarks, error) {
-				return f.Watermarks(ctx, name, maxAge)
-			},
-			OffsetsAfter: func(ctx context.Context, at time.Time) (map[int32]int64, error) {
-				return f.OffsetsAfter(ctx, name, at)
-			},
-			Replay:           a.replays,
-			KeysAnyPartition: cfg.KeyPartitioner == "any",
-		}
+		a.streamTopics[name] = stream.NewTopic(f, name, a.replays, cfg.KeyPartitioner == "any")
 	}
 	if a.telemetry, err = newTelemetry(f, a.stats, a.replays); err != nil {
 		a.streams.Close()

@@ -63,10 +63,6 @@ func (a *App) handleStream(c *gin.Context) {
 		abort(c, errNotFound("topic "+name+" is not served by this gateway"))
 		return
 	}
-	if !t.Exists() {
-		abort(c, errNotFound("topic "+name+" does not exist in Kafka"))
-		return
-	}
 	p, err := stream.ParseParams(c.Request.URL.Query(), c.Request.Header, a.cfg.Heartbeat)
 	if err != nil {
 		abort(c, err)

@@ -10,8 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/ssegate/ssegate/pkg/position"
@@ -39,8 +37,7 @@ type Config struct {
 type Feed struct {
 	cfg    Config
 	log    *slog.Logger
-	cl     *kgo.Client
-	adm    *kadm.Client
+	kc     Cluster
 	topics map[string]*Topic
 	names  []string
 
@@ -64,11 +61,16 @@ type cachedWatermarks struct {
 
 // Topic is one topic's state: its ring and what the feed knows of its partitions.
 type Topic struct {
-	name string
-	ring *ring.Ring
+	name      string
+	ring      *ring.Ring
+	refreshed *atomic.Bool  // the feed's: a metadata refresh has succeeded
+	gen       atomic.Uint64 // bumped when partitions are added to the topic after it was first served
+	appeared  chan struct{} // closed once the topic exists
 
 	mu     sync.Mutex
-	exists bool
+	exists bool           // partitions are assigned: streams can be served
+	absent bool           // the last metadata refresh found no such topic in Kafka
+	atEnd  map[int32]bool // partitions that existed at the feed's first refresh: they start at the end
 	parts  map[int32]*partition
 	pos    position.Vector
 	batch  ring.Batch
@@ -76,14 +78,33 @@ type Topic struct {
 }
 
 type partition struct {
-	start int64        // offset reading began at; -1 when reading from the partition's start
-	ready int64        // offset up to which the partition must be read before the feed is ready
-	next  atomic.Int64 // offset after the last record published; -1 until the first one
-	end   atomic.Int64 // latest last-stable offset seen
+	start int64 // offset reading began at; -1 when reading from the partition's start
+	ready int64 // offset up to which the partition must be read before the feed is ready; -1 for none
+	seen  bool  // a fetch covered an offset of this partition; owned by the fetch loop (under Topic.mu)
+	// lowSeen is the highest low watermark a fetch reported; owned by the fetch loop (under Topic.mu).
+	lowSeen int64
+	// next is the offset after the last record or transaction marker read: the next offset to read. It starts
+	// at start; -1 until the first fetch when reading from the partition's start.
+	next   atomic.Int64
+	end    atomic.Int64 // latest last-stable offset seen
+	caught atomic.Bool  // a fetch reported a last stable offset at or below next
 }
 
 // New makes a feed that connects with kafkaOpts (brokers, TLS, SASL). It does not touch the network.
 func New(cfg Config, kafkaOpts ...kgo.Opt) (*Feed, error) {
+	kc, err := NewKafkaCluster(kafkaOpts...)
+	if err != nil {
+		return nil, err
+	}
+	f, err := NewWith(cfg, kc)
+	if err != nil {
+		kc.Close()
+	}
+	return f, err
+}
+
+// NewWith makes a feed that reads kc, which it closes when Run returns.
+func NewWith(cfg Config, kc Cluster) (*Feed, error) {
 	if len(cfg.Topics) == 0 {
 		return nil, errors.New("feed: no topics")
 	}
@@ -96,7 +117,7 @@ func New(cfg Config, kafkaOpts ...kgo.Opt) (*Feed, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	f := &Feed{cfg: cfg, log: cfg.Logger, topics: make(map[string]*Topic), first: true, wmCache: map[string]cachedWatermarks{}}
+	f := &Feed{cfg: cfg, log: cfg.Logger, kc: kc, topics: make(map[string]*Topic), first: true, wmCache: map[string]cachedWatermarks{}}
 	for _, name := range cfg.Topics {
 		if _, dup := f.topics[name]; dup {
 			continue
@@ -105,20 +126,13 @@ func New(cfg Config, kafkaOpts ...kgo.Opt) (*Feed, error) {
 		if err != nil {
 			return nil, fmt.Errorf("feed: %w", err)
 		}
-		f.topics[name] = &Topic{name: name, ring: r, parts: make(map[int32]*partition)}
+		f.topics[name] = &Topic{
+			name: name, ring: r, refreshed: &f.refreshed, appeared: make(chan struct{}),
+			parts: make(map[int32]*partition), atEnd: map[int32]bool{},
+		}
 		f.names = append(f.names, name)
 	}
 	slices.Sort(f.names)
-	opts := append(slices.Clone(kafkaOpts),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{}),
-	)
-	cl, err := kgo.NewClient(opts...)
-	if err != nil {
-		return nil, fmt.Errorf("feed: kafka client: %w", err)
-	}
-	f.cl = cl
-	f.adm = kadm.NewClient(cl)
 	return f, nil
 }
 
@@ -128,58 +142,77 @@ func (f *Feed) Topic(name string) *Topic { return f.topics[name] }
 // Topics returns the names of the topics the feed serves, sorted.
 func (f *Feed) Topics() []string { return f.names }
 
-// Run reads until ctx ends, then closes the Kafka client. It returns nil on a clean stop.
+// Run reads until ctx ends, then closes the cluster. It returns nil on a clean stop.
 func (f *Feed) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { f.refreshLoop(ctx) })
 	f.fetchLoop(ctx)
 	wg.Wait()
-	f.cl.Close()
+	f.kc.Close()
 	return nil
 }
 
 func (f *Feed) fetchLoop(ctx context.Context) {
 	var lastErrLog time.Time
+	byTopic := map[*Topic][]Fetched{}
 	for {
-		fs := f.cl.PollFetches(ctx)
-		if fs.IsClientClosed() || ctx.Err() != nil {
+		fs, err := f.kc.Poll(ctx)
+		if err != nil || ctx.Err() != nil {
 			return
 		}
-		fs.EachError(func(topic string, p int32, err error) {
-			if errors.Is(err, context.Canceled) || time.Since(lastErrLog) < 5*time.Second {
-				return
+		for _, x := range fs {
+			if x.Err != nil && !errors.Is(x.Err, context.Canceled) && time.Since(lastErrLog) >= 5*time.Second {
+				lastErrLog = time.Now()
+				f.log.Warn("kafka fetch error", "topic", x.Topic, "partition", x.Partition, "err", x.Err)
 			}
-			lastErrLog = time.Now()
-			f.log.Warn("kafka fetch error", "topic", topic, "partition", p, "err", err)
-		})
-		fs.EachTopic(func(ft kgo.FetchTopic) {
-			if t := f.topics[ft.Topic]; t != nil {
-				t.publish(ft)
+			if t := f.topics[x.Topic]; t != nil {
+				byTopic[t] = append(byTopic[t], x)
 			}
-		})
+		}
+		for t, xs := range byTopic {
+			t.publish(xs)
+			clear(xs)
+			byTopic[t] = xs[:0]
+		}
 	}
 }
 
-// publish frames a fetch's records and publishes them in one batch.
-func (t *Topic) publish(ft kgo.FetchTopic) {
+// publish frames a poll's records of the topic and publishes them in one batch.
+func (t *Topic) publish(fs []Fetched) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.batch.Reset()
-	for _, fp := range ft.Partitions {
+	for _, fp := range fs {
 		ps := t.parts[fp.Partition]
 		if ps == nil || fp.Err != nil {
 			continue
+		}
+		if !ps.seen && fp.First >= 0 {
+			ps.seen = true
+			// The ring holds the partition from its start offset only when reading really began there. When
+			// retention moved past the start before the first fetch, reading began later, and the ring must
+			// not claim offsets it never held: its low is then the first record's offset (Publish sets it).
+			if ps.start >= 0 && fp.First == ps.start {
+				t.ring.SetLow(fp.Partition, ps.start)
+			}
 		}
 		for _, rec := range fp.Records {
 			t.pos.Set(rec.Partition, rec.Offset)
 			t.id, _ = t.pos.AppendText(t.id[:0])
 			t.batch.Add(AppendFrame(t.batch.Buf(), t.id, rec), rec.Partition, rec.Offset, rec.Key)
 		}
-		if n := len(fp.Records); n > 0 {
-			ps.next.Store(fp.Records[n-1].Offset + 1)
+		if fp.Next > ps.next.Load() {
+			ps.next.Store(fp.Next)
 		}
-		if fp.LastStableOffset >= 0 {
-			ps.end.Store(fp.LastStableOffset)
+		if fp.LastStable >= 0 {
+			ps.end.Store(fp.LastStable)
+			if fp.LastStable <= ps.next.Load() {
+				ps.caught.Store(true)
+			}
+		}
+		if fp.LogStart > ps.lowSeen {
+			ps.lowSeen = fp.LogStart
+			t.ring.Trim(fp.Partition, fp.LogStart)
 		}
 	}
 	if t.batch.Len() > 0 {
@@ -195,120 +228,157 @@ func (f *Feed) refreshLoop(ctx context.Context) {
 			return
 		case <-time.After(wait):
 		}
-		err := f.refresh(ctx)
+		missing, err := f.refresh(ctx)
 		switch {
 		case ctx.Err() != nil:
 			return
 		case err != nil:
 			f.log.Warn("kafka metadata refresh failed", "err", err)
 			wait = min(max(2*wait, time.Second), f.cfg.MetadataInterval)
+		case missing:
+			// Streams of a configured topic that does not exist yet are open and waiting for it.
+			wait = min(time.Second, f.cfg.MetadataInterval)
 		default:
 			wait = f.cfg.MetadataInterval
 		}
 	}
 }
 
-// refresh looks for new topics and partitions and assigns them, and records end offsets for the lag metric.
-func (f *Feed) refresh(ctx context.Context) error {
+// refresh looks for new topics and partitions and assigns them, records end offsets for the lag metric, and
+// trims the rings to the low watermarks. It reports whether a topic is still missing (or has partitions not
+// assigned yet).
+func (f *Feed) refresh(ctx context.Context) (missing bool, err error) {
 	rctx, cancel := context.WithTimeout(ctx, max(f.cfg.MetadataInterval, 10*time.Second))
 	defer cancel()
-	md, err := f.adm.Metadata(rctx, f.names...)
+	md, err := f.kc.Metadata(rctx, f.names)
 	if err != nil {
-		return fmt.Errorf("metadata: %w", err)
+		return false, err
 	}
 	var present []string
 	for _, name := range f.names {
-		td, ok := md.Topics[name]
-		switch {
-		case ok && td.Err == nil && len(td.Partitions) > 0:
+		t := f.topics[name]
+		if _, ok := md[name]; ok {
 			present = append(present, name)
-		case !ok || errors.Is(td.Err, kerr.UnknownTopicOrPartition):
-			if f.topics[name].Exists() {
-				f.log.Warn("topic no longer exists in kafka", "topic", name)
-			} else if f.first {
-				f.log.Warn("topic does not exist in kafka yet; it is read from its start once it does", "topic", name)
-			}
-		default:
-			return fmt.Errorf("metadata of topic %s: %w", name, td.Err)
+			t.setAbsent(false)
+			continue
 		}
+		missing = true
+		switch {
+		case t.Exists():
+			f.log.Warn("topic no longer exists in kafka", "topic", name)
+		case f.first:
+			f.log.Warn("topic does not exist in kafka yet; it is read from its start once it does", "topic", name)
+		}
+		t.setAbsent(true)
 	}
-	var ends, starts kadm.ListedOffsets
+	var lso, starts map[string]map[int32]int64
 	if len(present) > 0 {
-		if ends, err = f.adm.ListCommittedOffsets(rctx, present...); err != nil {
-			return fmt.Errorf("list end offsets: %w", err)
+		if lso, err = f.kc.ListOffsets(rctx, LastStable, present...); err != nil {
+			return false, fmt.Errorf("list last stable offsets: %w", err)
 		}
-		if f.first && f.cfg.Prefill > 0 {
-			if starts, err = f.adm.ListStartOffsets(rctx, present...); err != nil {
-				return fmt.Errorf("list start offsets: %w", err)
-			}
+		if starts, err = f.kc.ListOffsets(rctx, LogStart, present...); err != nil {
+			return false, fmt.Errorf("list start offsets: %w", err)
 		}
 	}
-	add := map[string]map[int32]kgo.Offset{}
+	add := map[string]map[int32]int64{}
 	for _, name := range present {
 		t := f.topics[name]
-		td := md.Topics[name]
-		if ps := t.assign(td, ends, starts, f.first, f.cfg.Prefill); len(ps) > 0 {
+		ps, pending := t.assign(md[name], lso[name], starts[name], f.first, f.cfg.Prefill)
+		missing = missing || pending
+		if len(ps) > 0 {
 			add[name] = ps
 			f.log.Info("reading partitions", "topic", name, "partitions", len(ps), "from_start", !f.first)
 		}
 	}
-	f.cl.AddConsumePartitions(add)
+	if len(add) > 0 {
+		f.kc.Assign(add)
+	}
 	f.first = false
 	f.refreshed.Store(true)
-	return nil
+	return missing, nil
 }
 
-// assign records the topic's partitions that are new to the feed and returns where to read them from: on the
-// feed's first refresh, prefill records before the last stable offset (not before the low watermark in
-// starts); afterwards, at their start.
-func (t *Topic) assign(td kadm.TopicDetail, ends, starts kadm.ListedOffsets, atEnd bool, prefill int64) map[int32]kgo.Offset {
+// assign records the topic's partitions that are new to the feed and returns where to read them from: the
+// partitions that existed at the feed's first refresh (first: this is it) start prefill records before the
+// last stable offset (not before the low watermark in starts), even when their first try fails and they are
+// assigned on a later refresh; the others (partitions added later, and every partition of a topic that
+// appeared later) start at their log start, so no record in them is missed. It also trims the ring to the
+// low watermarks. pending reports partitions that could not be assigned yet.
+func (t *Topic) assign(parts []int32, lso, starts map[int32]int64, first bool, prefill int64) (add map[int32]int64, pending bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	wasNew := !t.exists
-	add := map[int32]kgo.Offset{}
-	for _, pd := range td.Partitions {
-		lo, ok := ends.Lookup(td.Topic, pd.Partition)
-		if ps := t.parts[pd.Partition]; ps != nil {
-			if ok && lo.Err == nil {
-				ps.end.Store(lo.Offset)
+	if first {
+		for _, p := range parts {
+			t.atEnd[p] = true
+		}
+	}
+	served := len(t.parts) > 0
+	added := false
+	add = map[int32]int64{}
+	for _, p := range parts {
+		lo, ok := lso[p]
+		if low, ok := starts[p]; ok && low > 0 {
+			t.ring.Trim(p, low)
+		}
+		if ps := t.parts[p]; ps != nil {
+			if ok && lo >= 0 {
+				ps.end.Store(lo)
 			}
 			continue
 		}
 		ps := &partition{start: -1, ready: -1}
 		ps.next.Store(-1)
-		switch {
-		case atEnd && wasNew:
-			if !ok || lo.Err != nil || lo.Offset < 0 {
-				continue // try again on the next refresh
+		if t.atEnd[p] {
+			if !ok || lo < 0 {
+				pending = true
+				continue // try again on the next refresh, still at the end
 			}
-			start := lo.Offset
-			if so, ok := starts.Lookup(td.Topic, pd.Partition); ok && so.Err == nil && prefill > 0 {
-				start = max(so.Offset, lo.Offset-prefill)
+			start := lo
+			if so, ok := starts[p]; ok && prefill > 0 {
+				start = max(so, lo-prefill)
 			}
-			ps.start, ps.ready = start, lo.Offset
+			ps.start, ps.ready = start, lo
+			if start == lo {
+				// Nothing to read back: the ring holds the partition from here on. (With records to read
+				// back, the first fetch tells whether reading really began at start.)
+				t.ring.SetLow(p, start)
+				ps.seen = true
+			}
 			ps.next.Store(start)
-			ps.end.Store(lo.Offset)
+			ps.end.Store(lo)
 			if start > 0 {
-				t.pos.Set(pd.Partition, start-1)
+				t.pos.Set(p, start-1)
 			}
-			t.ring.SetLow(pd.Partition, start)
-			add[pd.Partition] = kgo.NewOffset().At(start)
-		default:
-			if ok && lo.Err == nil {
-				ps.end.Store(lo.Offset)
+			add[p] = start
+		} else {
+			if ok && lo >= 0 {
+				ps.end.Store(lo)
 			}
-			add[pd.Partition] = kgo.NewOffset().AtStart()
+			add[p] = AtLogStart
+			added = added || served
 		}
-		t.parts[pd.Partition] = ps
+		t.parts[p] = ps
 	}
 	if len(add) > 0 {
 		t.id, _ = t.pos.AppendText(t.id[:0])
 		var empty ring.Batch
 		t.ring.Publish(&empty, t.id)
 	}
+	if added {
+		t.gen.Add(1)
+	}
 	// Streams are served once the ring carries the position of at least one assigned partition.
-	t.exists = len(t.parts) > 0
-	return add
+	if !t.exists && len(t.parts) > 0 {
+		t.exists = true
+		close(t.appeared)
+	}
+	return add, pending
+}
+
+func (t *Topic) setAbsent(absent bool) {
+	t.mu.Lock()
+	t.absent = absent
+	t.mu.Unlock()
 }
 
 // Name returns the topic's name.
@@ -317,12 +387,27 @@ func (t *Topic) Name() string { return t.name }
 // Ring returns the topic's ring.
 func (t *Topic) Ring() *ring.Ring { return t.ring }
 
-// Exists reports whether the topic has been found in Kafka.
+// Exists reports whether the topic has been found in Kafka and its partitions are being read.
 func (t *Topic) Exists() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.exists
 }
+
+// Absent reports whether the last metadata refresh found that the topic does not exist in Kafka (false while
+// the feed has not reached Kafka yet: then nobody knows).
+func (t *Topic) Absent() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.absent && !t.exists
+}
+
+// Appeared returns a channel that is closed once the topic exists (see Exists).
+func (t *Topic) Appeared() <-chan struct{} { return t.appeared }
+
+// Generation returns a number that grows whenever partitions are added to the topic after it was first
+// served: streams whose partitions depend on the topic's partition count (key filters) recompute them.
+func (t *Topic) Generation() uint64 { return t.gen.Load() }
 
 // Ready reports whether the feed serves every topic: each exists, every partition is assigned, and each
 // partition has been read up to where reading started. When it is not ready, the reason says why.
@@ -335,10 +420,15 @@ func (f *Feed) Ready() (bool, string) {
 		t.mu.Lock()
 		exists, n := t.exists, len(t.parts)
 		behind := int32(-1)
+		pending := false
+		for p := range t.atEnd {
+			pending = pending || t.parts[p] == nil
+		}
 		for p, ps := range t.parts {
-			// Within one offset: the record before the start position may be a transaction marker, which
-			// is never delivered.
-			if ps.ready > 0 && ps.next.Load() < ps.ready-1 {
+			// Caught up: read up to the last stable offset listed when reading began (next counts
+			// transaction markers, so an aborted tail or a run of commit markers is passed too), or a fetch
+			// said the log holds nothing stable beyond next.
+			if ps.ready > 0 && ps.next.Load() < ps.ready && !ps.caught.Load() {
 				behind = p
 			}
 		}
@@ -346,8 +436,8 @@ func (f *Feed) Ready() (bool, string) {
 		switch {
 		case !exists:
 			return false, "topic " + name + " does not exist in kafka"
-		case n == 0:
-			return false, "topic " + name + " has no partitions assigned yet"
+		case n == 0 || pending:
+			return false, "topic " + name + " has partitions not assigned yet"
 		case behind >= 0:
 			return false, fmt.Sprintf("topic %s partition %d not caught up", name, behind)
 		}
@@ -355,8 +445,8 @@ func (f *Feed) Ready() (bool, string) {
 	return true, ""
 }
 
-// Lag calls fn with each partition's consumer lag: records between the last one published and the last
-// stable offset last seen by a fetch or a metadata refresh.
+// Lag calls fn with each partition's consumer lag: offsets between the next one to read and the last stable
+// offset last seen by a fetch or a metadata refresh.
 func (f *Feed) Lag(fn func(topic string, partition int32, lag int64)) {
 	for _, name := range f.names {
 		t := f.topics[name]
@@ -396,7 +486,8 @@ func (t *Topic) Partitions() []int32 {
 }
 
 // Watermarks returns the low and high watermarks of every partition of topic. Answers are cached for
-// maxAge, so that a reconnect storm asks Kafka once rather than once per connection.
+// maxAge, so that a reconnect storm asks Kafka once rather than once per connection. Every answer from Kafka
+// also trims the topic's ring to the low watermarks: the ring never serves what Kafka no longer has.
 func (f *Feed) Watermarks(ctx context.Context, topic string, maxAge time.Duration) (map[int32]Watermarks, error) {
 	f.wmMu.Lock()
 	c, ok := f.wmCache[topic]
@@ -404,27 +495,33 @@ func (f *Feed) Watermarks(ctx context.Context, topic string, maxAge time.Duratio
 	if ok && time.Since(c.at) < maxAge {
 		return c.wm, nil
 	}
-	starts, err := f.adm.ListStartOffsets(ctx, topic)
-	if err == nil {
-		err = starts.Error()
-	}
+	starts, err := f.kc.ListOffsets(ctx, LogStart, topic)
 	if err != nil {
 		return nil, fmt.Errorf("list start offsets of %s: %w", topic, err)
 	}
-	ends, err := f.adm.ListEndOffsets(ctx, topic)
-	if err == nil {
-		err = ends.Error()
-	}
+	ends, err := f.kc.ListOffsets(ctx, LogEnd, topic)
 	if err != nil {
 		return nil, fmt.Errorf("list end offsets of %s: %w", topic, err)
 	}
 	wm := map[int32]Watermarks{}
-	starts.Each(func(o kadm.ListedOffset) { wm[o.Partition] = Watermarks{Low: o.Offset, High: -1} })
-	ends.Each(func(o kadm.ListedOffset) {
-		w := wm[o.Partition]
-		w.High = o.Offset
-		wm[o.Partition] = w
-	})
+	for p, o := range starts[topic] {
+		wm[p] = Watermarks{Low: o, High: -1}
+	}
+	for p, o := range ends[topic] {
+		w, ok := wm[p]
+		if !ok {
+			w.Low = -1
+		}
+		w.High = o
+		wm[p] = w
+	}
+	if t := f.topics[topic]; t != nil {
+		for p, w := range wm {
+			if w.Low > 0 {
+				t.ring.Trim(p, w.Low)
+			}
+		}
+	}
 	f.wmMu.Lock()
 	f.wmCache[topic] = cachedWatermarks{at: time.Now(), wm: wm}
 	f.wmMu.Unlock()
@@ -434,14 +531,5 @@ func (f *Feed) Watermarks(ctx context.Context, topic string, maxAge time.Duratio
 // OffsetsAfter returns, per partition of topic, the offset of the first record with a timestamp at or after
 // t, or -1 when there is none yet.
 func (f *Feed) OffsetsAfter(ctx context.Context, topic string, t time.Time) (map[int32]int64, error) {
-	los, err := f.adm.ListOffsetsAfterMilli(ctx, t.UnixMilli(), topic)
-	if err == nil {
-		err = los.Error()
-	}
-	if err != nil {
-		return nil, fmt.Errorf("list offsets of %s after %v: %w", topic, t, err)
-	}
-	out := map[int32]int64{}
-	los.Each(func(o kadm.ListedOffset) { out[o.Partition] = o.Offset })
-	return out, nil
+	return f.kc.OffsetsAfter(ctx, topic, t)
 }

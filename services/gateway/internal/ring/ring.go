@@ -119,7 +119,7 @@ func (r *Ring) Publish(b *Batch, id []byte) {
 	for r.bytes > r.maxBytes && r.head-r.tail > 1 {
 		e := &r.ents[r.tail&r.mask]
 		r.bytes -= e.end - e.start
-		r.low[e.partition] = e.offset + 1
+		r.low[e.partition] = max(r.low[e.partition], e.offset+1) // never below a Trim
 		r.index[e.partition].pop()
 		*e = entry{} // drop the chunk reference
 		r.tail++
@@ -148,6 +148,18 @@ func (r *Ring) grow() {
 func (r *Ring) SetLow(partition int32, offset int64) {
 	r.mu.Lock()
 	if _, ok := r.low[partition]; !ok {
+		r.low[partition] = offset
+	}
+	r.mu.Unlock()
+}
+
+// Trim records that Kafka no longer holds the partition's records below offset (its low watermark, after
+// retention or DeleteRecords): Seek answers no offset below it, whatever frames the ring still holds, so a
+// resume is answered the same way by a pod that holds those frames and by one that never did. It does
+// nothing for a partition the ring knows nothing of.
+func (r *Ring) Trim(partition int32, offset int64) {
+	r.mu.Lock()
+	if low, ok := r.low[partition]; ok && offset > low {
 		r.low[partition] = offset
 	}
 	r.mu.Unlock()

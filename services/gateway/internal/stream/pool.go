@@ -226,11 +226,9 @@ type writer struct {
 	io       *rawIO
 	rings    map[*ring.Ring][]*conn // parked connections, by ring
 	timers   connHeap               // parked connections with a heartbeat or drain time
-	spans    [][]byte
-	frames   []ring.Frame
+	sc       scratch
 	body     []byte // a filtered stream's frames, before they become a chunk
 	out      []byte // the chunk last built, for outKey
-	outLast  []byte // the last frame in it
 	outKey   chunkKey
 	draining bool
 }
@@ -316,9 +314,6 @@ func (w *writer) adopt(c *conn, now int64) {
 	w.rings[rg] = append(w.rings[rg], c)
 	c.w = w
 	c.stats.Parked.Add(1)
-	if c.p.Heartbeat > 0 {
-		c.hbDue = now + int64(c.p.Heartbeat)
-	}
 	c.probeDue = now + probeEvery
 	if w.draining {
 		c.pickDrainMoment(now)
@@ -346,88 +341,75 @@ func (w *writer) release(c *conn) {
 	c.stats.Parked.Add(-1)
 }
 
-// serve writes to c what its ring has that c has not had.
+// serve writes to c what its ring has that c has not had, through the delivery core (pull), as the
+// connection's own goroutine would.
 func (w *writer) serve(c *conn, now int64) {
-	rg := c.t.Ring
 	for range maxWritesPerPass {
-		out, next, err := w.chunk(c, rg)
-		if errors.Is(err, ring.ErrBehind) {
+		if c.filtered() {
+			c.buf = w.body[:0] // lent for this write: a parked connection keeps no buffer
+		}
+		from := c.cursor
+		out, next, _, err := c.pull(&w.sc)
+		if err != nil {
+			w.reclaim(c)
 			w.release(c)
-			if w.io.peerClosed(c.rc) {
+			if errors.Is(err, ring.ErrBehind) && w.io.peerClosed(c.rc) {
 				// A client that left is not worth a catch-up from Kafka.
 				c.end(ReasonClientGone)
 				return
 			}
-			go c.resume()
-			return
-		}
-		if next == c.cursor {
+			go c.resume() // behind the ring, or a re-join: on a goroutine of its own
 			return
 		}
 		c.cursor = next
 		if len(out) == 0 {
+			w.reclaim(c)
+			if next == from {
+				return
+			}
 			continue // a filter passed over everything; the position moved all the same
 		}
-		n, err := w.io.writeNow(c.rc, out)
+		chunk := w.chunk(c.t.Ring, from, next, out, !c.filtered())
+		n, err := w.io.writeNow(c.rc, chunk)
 		c.stats.Bytes.Add(int64(n))
 		if err != nil {
+			w.reclaim(c)
 			w.release(c)
 			c.end(writeReason(err))
 			return
 		}
-		if c.p.Heartbeat > 0 {
-			c.hbDue = now + int64(c.p.Heartbeat)
-		}
-		if n < len(out) {
-			w.handOff(c, out[n:])
+		c.written(&w.sc, now)
+		w.reclaim(c)
+		if n < len(chunk) {
+			w.handOff(c, chunk[n:])
 			return
 		}
 	}
 	// Still more to write: come back after the others had their turn.
-	w.mark(rg)
+	w.mark(c.t.Ring)
 }
 
-// chunk returns the chunk to write to c next (empty when a filter passed over every frame) and the cursor
-// after it; the cursor is c's own when nothing new was published.
-func (w *writer) chunk(c *conn, rg *ring.Ring) ([]byte, uint64, error) {
-	if c.filtered() {
-		// The slow path, as the connection's goroutine takes it: each frame moves the position, matching
-		// frames get the stream's ids.
-		frames, next, _, err := rg.ReadFrames(c.cursor, w.frames[:0], c.s.cfg.MaxWriteBytes)
-		w.frames = frames
-		if err != nil || len(frames) == 0 {
-			return nil, c.cursor, err
-		}
-		c.buf = w.body[:0]
-		for _, f := range frames {
-			c.synced = c.deliverFrame(f, c.p) || c.synced
-		}
-		body := c.buf
-		w.body, c.buf = body[:0], nil
-		clear(frames)
-		if len(body) == 0 {
-			return nil, next, nil
-		}
-		w.out, w.outKey = appendChunk(w.out[:0], [][]byte{body}), chunkKey{}
-		return w.out, next, nil
+// reclaim takes back the buffer a filtered connection was lent.
+func (w *writer) reclaim(c *conn) {
+	if c.filtered() && c.buf != nil {
+		w.body, c.buf = c.buf[:0], nil
 	}
-	spans, next, _, err := rg.Read(c.cursor, w.spans[:0], c.s.cfg.MaxWriteBytes)
-	w.spans = spans
-	if err != nil || len(spans) == 0 {
-		return nil, c.cursor, err
+}
+
+// chunk returns out, the ring's frames [from, next) (shared: every connection at the same cursor gets the
+// same frames) or a filtered connection's own, as one chunk of the response body. A shared chunk is built
+// once per writer and reused for every connection at that cursor.
+func (w *writer) chunk(rg *ring.Ring, from, next uint64, out [][]byte, shared bool) []byte {
+	key := chunkKey{rg, from, next}
+	if shared && key == w.outKey {
+		return w.out
 	}
-	key := chunkKey{rg, c.cursor, next}
-	if key != w.outKey {
-		w.out = appendChunk(w.out[:0], spans)
+	w.out = appendChunk(w.out[:0], out)
+	w.outKey = chunkKey{}
+	if shared {
 		w.outKey = key
-		w.outLast = lastFrame(spans[len(spans)-1])
 	}
-	clear(w.spans)
-	// The fast path does not track the position frame by frame: the last frame's id is it.
-	c.last = w.outLast
-	c.frames += int64(next - c.cursor)
-	c.stats.Frames.Add(int64(next - c.cursor))
-	return w.out, next, nil
+	return w.out
 }
 
 // handOff gives c back a goroutine of its own to write rest (the socket is full), under the write timeout,
@@ -478,7 +460,7 @@ func (w *writer) expire(now int64) {
 			w.release(c)
 			c.end(ReasonShutdown)
 			continue
-		case c.p.Heartbeat > 0 && c.hbDue <= now:
+		case c.keepAliveDue(now):
 			if w.io.peerClosed(c.rc) {
 				w.release(c)
 				c.end(ReasonClientGone)
@@ -491,7 +473,7 @@ func (w *writer) expire(now int64) {
 				c.end(writeReason(err))
 				continue
 			}
-			c.hbDue = now + int64(c.p.Heartbeat)
+			c.wroteAt(now)
 			c.probeDue = now + probeEvery
 			if n < len(keepAliveChunk) {
 				w.handOff(c, keepAliveChunk[n:])
@@ -521,7 +503,7 @@ func (w *writer) endAll(reason CloseReason) {
 	}
 }
 
-var keepAliveChunk = appendChunk(nil, [][]byte{[]byte(": keep-alive\n\n")})
+var keepAliveChunk = appendChunk(nil, [][]byte{keepAliveComment})
 
 // connHeap orders parked connections by their next due time.
 type connHeap []*conn

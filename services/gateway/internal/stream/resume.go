@@ -1,7 +1,6 @@
 package stream
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -38,6 +37,36 @@ type Topic struct {
 	// key-filtered stream reads, and lists in its ids, only the partitions Kafka's default partitioner
 	// (murmur2) puts its keys in.
 	KeysAnyPartition bool
+	// Feed is the feed's view of the topic: whether it exists yet, and its partitions' generation. Nil means
+	// the topic exists and its partitions never change.
+	Feed *feed.Topic
+}
+
+// NewTopic returns what streams of topic name read: f's ring and partitions, Kafka through f and rp.
+func NewTopic(f *feed.Feed, name string, rp *replay.Pool, keysAnyPartition bool) *Topic {
+	ft := f.Topic(name)
+	return &Topic{
+		Name:       name,
+		Ring:       ft.Ring(),
+		Partitions: ft.Partitions,
+		Watermarks: func(ctx context.Context, maxAge time.Duration) (map[int32]feed.Watermarks, error) {
+			return f.Watermarks(ctx, name, maxAge)
+		},
+		OffsetsAfter: func(ctx context.Context, at time.Time) (map[int32]int64, error) {
+			return f.OffsetsAfter(ctx, name, at)
+		},
+		Replay:           rp,
+		KeysAnyPartition: keysAnyPartition,
+		Feed:             ft,
+	}
+}
+
+// generation returns the topic's partition generation (see feed.Topic.Generation).
+func (t *Topic) generation() uint64 {
+	if t.Feed == nil {
+		return 0
+	}
+	return t.Feed.Generation()
 }
 
 // keyPartitions returns the partitions a key-filtered stream covers, ascending, or nil when p has no key
@@ -100,25 +129,41 @@ var errReplay = errors.New("stream: replay failed")
 // errWrite is a failure to write to the client.
 var errWrite = errors.New("stream: write failed")
 
-// start decides where a new stream begins: it joins the ring at its head, takes the client's position from
-// its id (or from the from parameter), tells the client about anything it cannot have, writes the id-only
-// block, and catches up to the head from the ring and Kafka.
+// errDrained ends a stream that was still waiting to start when the server drained.
+var errDrained = errors.New("stream: server draining")
+
+// start decides where a new stream begins: it waits for the topic to exist, takes the client's position from
+// its id (or from the from parameter), joins the ring at its head, tells the client about anything it cannot
+// have, writes the id-only block, and catches up to the head from the ring and Kafka.
 func (c *conn) start(ctx context.Context, t *Topic, p Params) error {
-	c.keyParts = keyPartitions(t, p)
-	c0, head := c.join(t)
+	if err := c.awaitTopic(ctx, t, &p); err != nil {
+		return err
+	}
+	c.p = p
+	c.gen = t.generation()
 	resuming := false
 	var invalid error
 	if p.LastEventID != "" {
 		v, err := position.Parse(p.LastEventID)
 		if err == nil {
-			err = checkPartitions(v, t)
+			err = c.checkPartitions(ctx, v, t)
 		}
-		if err == nil {
+		switch {
+		case err == nil:
 			c.pos, resuming = v, true
-		} else {
+		case errors.Is(err, errReplay) || errors.Is(err, errWrite):
+			return err
+		default:
 			invalid = err
 		}
 	}
+	c.keyParts = keyPartitions(t, p)
+	if c.keyParts != nil && resuming {
+		// A key's partition depends on the partition count: the id may list partitions of an earlier count
+		// (producers that have not seen the new count still write there), and those stay the stream's.
+		c.keyParts = unionParts(c.keyParts, partitionsOf(c.pos))
+	}
+	c0, head := c.join(t)
 	if !resuming {
 		switch p.From {
 		case FromEarliest:
@@ -127,9 +172,13 @@ func (c *conn) start(ctx context.Context, t *Topic, p Params) error {
 			if t.OffsetsAfter == nil {
 				return fmt.Errorf("%w: no offsets by time", errReplay)
 			}
-			offs, err := t.OffsetsAfter(ctx, p.FromTime)
+			var offs map[int32]int64
+			err := c.await(ctx, func(ctx context.Context) (err error) {
+				offs, err = t.OffsetsAfter(ctx, p.FromTime)
+				return err
+			})
 			if err != nil {
-				return fmt.Errorf("%w: %w", errReplay, err)
+				return err
 			}
 			c.pos = position.Vector{}
 			for q, o := range offs {
@@ -155,6 +204,94 @@ func (c *conn) start(ctx context.Context, t *Topic, p Params) error {
 	return c.catchUp(ctx, t, p, c0, head, resuming)
 }
 
+// awaitTopic holds the stream of a configured topic that Kafka does not have (yet), or whose existence
+// nobody knows yet (Kafka not reached since the gateway started), until it appears: the client gets its
+// "retry:" line and keep-alives, not a 404 that would stop an EventSource for good. While Kafka says the
+// topic does not exist, everything it will hold is new to this client: the stream then starts from the
+// topic's start and says so with an empty id ("v1:"), so that a reconnect anywhere resumes from the start.
+func (c *conn) awaitTopic(ctx context.Context, t *Topic, p *Params) error {
+	if t.Feed == nil || t.Feed.Exists() {
+		return nil
+	}
+	absent := false
+	markAbsent := func() {
+		if !absent && p.LastEventID == "" && t.Feed.Absent() {
+			absent = true
+			p.From = FromEarliest
+			c.buf = sse.AppendID(c.buf, "v1:")
+		}
+	}
+	markAbsent()
+	if err := c.flushBuf(); err != nil {
+		return err
+	}
+	check := time.NewTicker(250 * time.Millisecond)
+	defer check.Stop()
+	for {
+		wait := time.Hour
+		if c.p.Heartbeat > 0 {
+			wait = time.Duration(c.hbDue - monoNow())
+		}
+		hb := time.NewTimer(max(wait, 0))
+		select {
+		case <-t.Feed.Appeared():
+			hb.Stop()
+			if !absent {
+				// Kafka may have said "absent" a moment before the topic appeared.
+				markAbsent()
+			}
+			return nil
+		case <-check.C:
+			markAbsent()
+			if err := c.flushBuf(); err != nil {
+				hb.Stop()
+				return err
+			}
+		case <-hb.C:
+			if err := c.keepAlive(); err != nil {
+				return err
+			}
+		case <-ctx.Done():
+			hb.Stop()
+			return ctx.Err()
+		case <-c.draining:
+			hb.Stop()
+			return errDrained
+		}
+		hb.Stop()
+	}
+}
+
+// await runs fn (a call to Kafka) while the stream keeps its client alive: a keep-alive every heartbeat until
+// fn returns. fn's error is returned wrapped in errReplay.
+func (c *conn) await(ctx context.Context, fn func(ctx context.Context) error) error {
+	fctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- fn(fctx) }()
+	var tick <-chan time.Time
+	if c.p.Heartbeat > 0 {
+		tk := time.NewTicker(c.p.Heartbeat)
+		defer tk.Stop()
+		tick = tk.C
+	}
+	for {
+		select {
+		case err := <-done:
+			if err != nil {
+				return fmt.Errorf("%w: %w", errReplay, err)
+			}
+			return nil
+		case <-tick:
+			if monoNow() >= c.hbDue {
+				if err := c.keepAlive(); err != nil {
+					return err
+				}
+			}
+		}
+	}
+}
+
 // join returns the ring's head and the position that goes with it (only the stream's partitions, for a
 // key-filtered stream).
 func (c *conn) join(t *Topic) (uint64, position.Vector) {
@@ -173,14 +310,34 @@ func (c *conn) join(t *Topic) (uint64, position.Vector) {
 	return c0, head
 }
 
-// checkPartitions rejects ids naming partitions the topic does not have.
-func checkPartitions(v position.Vector, t *Topic) error {
+// checkPartitions rejects ids naming partitions the topic does not have. A partition this pod has not
+// discovered yet (the seconds after partitions are added) is asked of Kafka: its watermarks know it.
+func (c *conn) checkPartitions(ctx context.Context, v position.Vector, t *Topic) error {
 	if t.Partitions == nil {
 		return nil
 	}
 	parts := t.Partitions()
+	var unknown []int32
 	for i := range v.Len() {
 		if p := v.At(i).Partition; !slices.Contains(parts, p) {
+			unknown = append(unknown, p)
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	if t.Watermarks == nil {
+		return fmt.Errorf("the id names partition %d, which topic %s does not have", unknown[0], t.Name)
+	}
+	var wm map[int32]feed.Watermarks
+	if err := c.await(ctx, func(ctx context.Context) (err error) {
+		wm, err = t.Watermarks(ctx, 0)
+		return err
+	}); err != nil {
+		return err
+	}
+	for _, p := range unknown {
+		if _, ok := wm[p]; !ok {
 			return fmt.Errorf("the id names partition %d, which topic %s does not have", p, t.Name)
 		}
 	}
@@ -209,11 +366,10 @@ func (c *conn) catchUp(ctx context.Context, t *Topic, p Params, c0 uint64, head 
 		if refresh {
 			maxAge, fresh = 0, true
 		}
-		var err error
-		if wm, err = t.Watermarks(ctx, maxAge); err != nil {
-			return nil, fmt.Errorf("%w: %w", errReplay, err)
-		}
-		return wm, nil
+		return wm, c.await(ctx, func(ctx context.Context) (err error) {
+			wm, err = t.Watermarks(ctx, maxAge)
+			return err
+		})
 	}
 	var ranges []replay.Range
 	var retention, ahead []ResyncPartition
@@ -244,15 +400,11 @@ func (c *conn) catchUp(ctx context.Context, t *Topic, p Params, c0 uint64, head 
 				c.pos = setOrDrop(c.pos, q, top)
 			}
 		case have < top:
-			if seq, ok := t.Ring.Seek(q, have+1); ok {
-				c.cursor = min(c.cursor, seq)
-				continue
-			}
-			w, err := watermarks(false)
-			if err != nil {
-				return err
-			}
-			if have+1 < w[q].Low {
+			// Kafka's low watermark first: a pod never serves from its ring what Kafka no longer has, so
+			// every pod answers an id the same way, whatever its ring holds. When Kafka cannot be asked,
+			// the ring (trimmed to the last low watermark seen) still serves what it holds.
+			w, werr := watermarks(false)
+			if werr == nil && have+1 < w[q].Low {
 				if resuming {
 					retention = append(retention, ResyncPartition{
 						Partition: q, Requested: have + 1, LowWatermark: w[q].Low, ResumesAt: top + 1, Skipped: top - have,
@@ -262,6 +414,13 @@ func (c *conn) catchUp(ctx context.Context, t *Topic, p Params, c0 uint64, head 
 					continue
 				}
 				have = w[q].Low - 1
+			}
+			if seq, ok := t.Ring.Seek(q, have+1); ok {
+				c.cursor = min(c.cursor, seq)
+				continue
+			}
+			if werr != nil {
+				return werr
 			}
 			ranges = append(ranges, replay.Range{Partition: q, After: have, Upto: top})
 		}
@@ -308,8 +467,12 @@ func (c *conn) replay(ctx context.Context, t *Topic, p Params, ranges []replay.R
 	if err := c.flushBuf(); err != nil {
 		return err
 	}
-	keepAlive := sse.AppendComment(nil, "keep-alive")
-	idle := func() error { return c.write([][]byte{keepAlive}) }
+	idle := func() error {
+		if monoNow() < c.hbDue {
+			return nil
+		}
+		return c.keepAlive()
+	}
 	err := t.Replay.Read(ctx, t.Name, ranges, p.Heartbeat, idle, func(rec *kgo.Record) error {
 		c.pos.Set(rec.Partition, rec.Offset)
 		if len(p.Events) > 0 && !p.Events[recordType(rec)] {
@@ -335,9 +498,12 @@ func (c *conn) replay(ctx context.Context, t *Topic, p Params, ranges []replay.R
 		if err := c.flushBuf(); err != nil {
 			return err
 		}
-		w, werr := t.Watermarks(ctx, 0)
-		if werr != nil {
-			return fmt.Errorf("%w: %w", errReplay, werr)
+		var w map[int32]feed.Watermarks
+		if werr := c.await(ctx, func(ctx context.Context) (err error) {
+			w, err = t.Watermarks(ctx, 0)
+			return err
+		}); werr != nil {
+			return werr
 		}
 		have, ok := c.pos.Offset(oor.Partition)
 		if !ok {
@@ -383,73 +549,20 @@ func (c *conn) flushBuf() error {
 	return err
 }
 
-// deliver handles one ring frame on the slow path (the stream's position differs from the ring's, or
-// frames are filtered): frames the client already has are skipped, filtered ones only move the position,
-// and the others are written with the stream's own id. It reports whether the stream has caught up with the
-// ring, after which frames can be written as they are.
-func (c *conn) deliver(f ring.Frame, p Params) (synced bool, err error) {
-	synced = c.deliverFrame(f, p)
-	if len(c.buf) >= slowFlushBytes {
-		return synced, c.flushBuf()
+// partitionsOf returns v's partitions, ascending.
+func partitionsOf(v position.Vector) []int32 {
+	out := make([]int32, 0, v.Len())
+	for i := range v.Len() {
+		out = append(out, v.At(i).Partition)
 	}
-	return synced, nil
+	return out
 }
 
-// deliverFrame is deliver without the write: it appends to c.buf what the client gets of f.
-func (c *conn) deliverFrame(f ring.Frame, p Params) (synced bool) {
-	if c.keyParts != nil {
-		if _, ok := slices.BinarySearch(c.keyParts, f.Partition); !ok {
-			return false // not a partition of this stream: not even its position is tracked
-		}
-	}
-	if have, ok := c.pos.Offset(f.Partition); ok && f.Offset <= have {
-		return false
-	}
-	c.pos.Set(f.Partition, f.Offset)
-	c.idBuf, _ = c.pos.AppendText(c.idBuf[:0])
-	nl := bytes.IndexByte(f.Bytes, '\n')
-	baked := f.Bytes[len("id: "):nl]
-	synced = bytes.Equal(c.idBuf, baked)
-	if len(p.Events) > 0 && !p.Events[frameType(f.Bytes[nl+1:])] {
-		return synced
-	}
-	if len(p.Keys) > 0 && !p.Keys[string(f.Key)] {
-		return synced
-	}
-	if synced {
-		c.buf = append(c.buf, f.Bytes...)
-	} else {
-		c.buf = append(c.buf, "id: "...)
-		c.buf = append(c.buf, c.idBuf...)
-		c.buf = append(c.buf, f.Bytes[nl:]...)
-	}
-	c.frames++
-	c.stats.Frames.Add(1)
-	return synced
-}
-
-// frameType returns the event type of a frame whose id line was cut off.
-func frameType(rest []byte) string {
-	const prefix = "event: "
-	if !bytes.HasPrefix(rest, []byte(prefix)) {
-		return "message"
-	}
-	rest = rest[len(prefix):]
-	if i := bytes.IndexByte(rest, '\n'); i >= 0 {
-		rest = rest[:i]
-	}
-	return string(rest)
-}
-
-// recordType returns the event type the frame of rec has.
-func recordType(rec *kgo.Record) string {
-	if rec.Value == nil {
-		return feed.DeleteEvent
-	}
-	if t := feed.EventType(rec.Headers); len(t) > 0 {
-		return string(t)
-	}
-	return "message"
+// unionParts returns the partitions in a or b, ascending; a and b are ascending.
+func unionParts(a, b []int32) []int32 {
+	out := append(slices.Clone(a), b...)
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // union returns the partitions of a and b, ascending.

@@ -148,6 +148,7 @@ type conn struct {
 	stats  *Stats
 	remote string
 	frames int64
+	pulled int64 // frames of the fast path read by pull and not yet written
 
 	draining <-chan struct{} // the server's drain signal; nil once seen
 	drainAt  int64           // when this stream closes (monoNow); 0 until the server drains
@@ -155,6 +156,7 @@ type conn struct {
 	pos      position.Vector // the client's position: what it has been sent (or passed by a filter); on the fast path it is not kept up to date, see last
 	last     []byte          // on the fast path, the last frame written (the client's position is its id); nil when pos is current
 	keyParts []int32         // the partitions of a key-filtered stream, ascending; nil for others
+	gen      uint64          // the topic's partition generation keyParts was computed for
 	cursor   uint64          // next ring frame to look at
 	synced   bool            // pos is the ring's position at cursor, so ring frames can be written as they are
 	buf      []byte          // frames being built on the slow path
@@ -167,7 +169,7 @@ type conn struct {
 	pending  []byte          // chunk bytes a writer could not write without waiting
 	w        *writer         // the writer of a parked connection
 	ri, hi   int             // its index among the writer's connections of its ring, and in the timer heap
-	hbDue    int64           // when a parked connection's heartbeat is due (monoNow)
+	hbDue    int64           // when the stream's next keep-alive is due (monoNow), unless it writes before
 	probeDue int64           // when its writer next looks whether the peer closed it
 	due      int64           // its place in the timer heap
 }
@@ -187,10 +189,13 @@ func (c *conn) end(reason CloseReason) {
 				_, _ = c.raw.writeFramed(lastChunk, 100*time.Millisecond)
 			}
 		}
-		_ = c.raw.nc.Close()
 	}
+	// Counted before the connection closes: whoever sees the close (a test, a client) sees the count.
 	c.stats.Open.Add(-1)
 	c.stats.Closed[reason].Add(1)
+	if c.raw != nil {
+		_ = c.raw.nc.Close()
+	}
 	if c.s.log.Enabled(context.Background(), slog.LevelDebug) {
 		c.s.log.Debug("stream closed", "reason", reason.String(), "remote", c.remote, "frames", c.frames)
 	}
@@ -201,6 +206,7 @@ func (c *conn) end(reason CloseReason) {
 
 // run starts the stream and serves it.
 func (c *conn) run(ctx context.Context) CloseReason {
+	c.wroteAt(monoNow())
 	c.buf = sse.AppendRetry(c.buf, c.s.cfg.Retry.Milliseconds())
 	if err := c.start(ctx, c.t, c.p); err != nil {
 		return c.failure(ctx, err)
@@ -235,12 +241,10 @@ func (c *conn) filtered() bool { return len(c.p.Events) > 0 || len(c.p.Keys) > 0
 
 // loop writes the ring's frames as they come, until the stream ends (or parks: Detached).
 func (c *conn) loop(ctx context.Context) CloseReason {
-	t, p := c.t, c.p
-	rg := t.Ring
-	var heartbeat <-chan time.Time
 	var hb *time.Timer
-	if p.Heartbeat > 0 {
-		hb = time.NewTimer(p.Heartbeat)
+	var heartbeat <-chan time.Time
+	if c.p.Heartbeat > 0 {
+		hb = time.NewTimer(time.Hour)
 		defer hb.Stop()
 		heartbeat = hb.C
 	}
@@ -260,10 +264,7 @@ func (c *conn) loop(ctx context.Context) CloseReason {
 			drainTimer.Stop()
 		}
 	}()
-	keepAlive := [][]byte{sse.AppendComment(nil, "keep-alive")}
-	spans := make([][]byte, 0, 8)
-	var frames []ring.Frame
-
+	var sc scratch
 	for {
 		// A stream that always has frames to write never blocks in the select below, so the stop signals
 		// are checked here too, without blocking, before every batch.
@@ -276,53 +277,11 @@ func (c *conn) loop(ctx context.Context) CloseReason {
 			return ReasonShutdown
 		default:
 		}
-		var next uint64
-		var wake <-chan struct{}
-		var err error
-		wrote := false
-		if c.synced && !c.filtered() {
-			// The fast path: the ring's frames, ids and all, are exactly what this client needs next.
-			spans, next, wake, err = rg.Read(c.cursor, spans[:0], c.s.cfg.MaxWriteBytes)
-			if err == nil && len(spans) > 0 {
-				if err := c.write(spans); err != nil {
-					return writeReason(err)
-				}
-				// The fast path does not track the position frame by frame: the last frame's id is it.
-				// Keeping the frame (not a copy) costs nothing; frames are immutable.
-				c.last = lastFrame(spans[len(spans)-1])
-				clear(spans)
-				c.frames += int64(next - c.cursor)
-				c.stats.Frames.Add(int64(next - c.cursor))
-				wrote = true
-			}
-		} else {
-			frames, next, wake, err = rg.ReadFrames(c.cursor, frames[:0], c.s.cfg.MaxWriteBytes)
-			for _, f := range frames {
-				synced, derr := c.deliver(f, p)
-				if derr != nil {
-					return writeReason(derr)
-				}
-				c.synced = c.synced || synced
-			}
-			if err == nil && len(frames) > 0 {
-				if err := c.flushBuf(); err != nil {
-					return writeReason(err)
-				}
-				c.releaseBuf()
-				clear(frames) // keep no references to frames the ring may evict
-				wrote = true
-			}
-		}
-		if errors.Is(err, ring.ErrBehind) {
-			// The client read so slowly that the ring moved past it: catch up from Kafka, as long as it
-			// keeps reading (the write deadline closes it otherwise).
-			if c.last != nil {
-				c.pos = frameID(c.last)
-				c.last = nil
-			}
-			c.synced = false
-			c0, head := c.join(t)
-			if err := c.catchUp(ctx, t, p, c0, head, true); err != nil {
+		out, next, wake, err := c.pull(&sc)
+		if errors.Is(err, ring.ErrBehind) || errors.Is(err, errRejoin) {
+			// The client read so slowly that the ring moved past it, or its partitions changed: catch up
+			// from Kafka, as long as it keeps reading (the write deadline closes it otherwise).
+			if err := c.rejoin(ctx); err != nil {
 				if r := c.failure(ctx, err); r != ReasonReplayFailed {
 					return r
 				}
@@ -330,26 +289,32 @@ func (c *conn) loop(ctx context.Context) CloseReason {
 			}
 			continue
 		}
-		if wrote {
-			c.cursor = next
-			if hb != nil {
-				hb.Reset(p.Heartbeat)
+		if len(out) > 0 {
+			if err := c.write(out); err != nil {
+				return writeReason(err)
 			}
+			c.written(&sc, monoNow())
+		}
+		if next != c.cursor {
+			c.cursor = next
 			continue
 		}
-		c.cursor = next
 		if c.parkable() {
 			// Idle and caught up: a writer serves it from here. Nothing below may touch c.
 			c.pool.park(c)
 			return Detached
 		}
+		if hb != nil {
+			hb.Reset(max(time.Duration(c.hbDue-monoNow()), 0))
+		}
 		select {
 		case <-wake:
 		case <-heartbeat:
-			if err := c.write(keepAlive); err != nil {
-				return writeReason(err)
+			if c.keepAliveDue(monoNow()) {
+				if err := c.keepAlive(); err != nil {
+					return writeReason(err)
+				}
 			}
-			hb.Reset(p.Heartbeat)
 		case <-ctx.Done():
 			return ReasonClientGone
 		case <-c.draining:
@@ -358,6 +323,27 @@ func (c *conn) loop(ctx context.Context) CloseReason {
 			return ReasonShutdown
 		}
 	}
+}
+
+// rejoin catches the stream up after its cursor fell out of the ring or its partitions changed: it takes the
+// position the client has, recomputes a key filter's partitions (those of the new partition count join the
+// old ones: producers that have not seen the new count still write to the old), joins the ring again and
+// catches up from Kafka as a resume. Partitions new to the stream are read from their start, so a re-join
+// has no gap.
+func (c *conn) rejoin(ctx context.Context) error {
+	if c.last != nil {
+		c.pos = frameID(c.last)
+		c.last = nil
+	}
+	c.synced = false
+	if gen := c.t.generation(); gen != c.gen {
+		c.gen = gen
+		if c.keyParts != nil {
+			c.keyParts = unionParts(c.keyParts, keyPartitions(c.t, c.p))
+		}
+	}
+	c0, head := c.join(c.t)
+	return c.catchUp(ctx, c.t, c.p, c0, head, true)
 }
 
 // lastFrame returns the last frame in span, a run of whole frames. Frames end with a blank line and no frame
@@ -385,6 +371,8 @@ func (c *conn) failure(ctx context.Context, err error) CloseReason {
 	switch {
 	case ctx.Err() != nil:
 		return ReasonClientGone
+	case errors.Is(err, errDrained):
+		return ReasonShutdown
 	case errors.Is(err, errReplay):
 		c.s.log.Warn("stream could not read what it needs from kafka", "err", err)
 		return ReasonReplayFailed
@@ -400,6 +388,7 @@ func (c *conn) write(spans [][]byte) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", errWrite, err)
 	}
+	c.wroteAt(monoNow())
 	return nil
 }
 

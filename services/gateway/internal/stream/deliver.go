@@ -1,0 +1,160 @@
+package stream
+
+import (
+	"bytes"
+	"errors"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/ssegate/ssegate/services/gateway/internal/feed"
+	"github.com/ssegate/ssegate/services/gateway/internal/ring"
+)
+
+// The delivery core. What a client gets next from the ring, how its position moves, when it is due a
+// keep-alive and when it must re-join is decided here, once, for both ways a stream is served: on a goroutine
+// of its own (conn.loop) and parked in the writer pool (writer.serve). The two paths differ only in how the
+// bytes reach the socket and how they wait.
+
+// errRejoin is returned by pull when the topic's partitions changed and the stream's own partitions depend
+// on them (a key filter): the stream joins the ring again and catches up, on a goroutine of its own.
+var errRejoin = errors.New("stream: the topic's partitions changed")
+
+// scratch is the reusable memory of one pull: the caller's (a writer's, or a stream goroutine's), so that a
+// parked connection keeps none.
+type scratch struct {
+	spans  [][]byte
+	frames []ring.Frame
+}
+
+// pull reads from the ring what the client gets next after c.cursor, at most MaxWriteBytes of frames:
+//   - on the fast path (synced, no filter), the ring's frames as they are, as spans of sc;
+//   - otherwise each frame goes through deliverFrame into c.buf, returned as one span, or none when the
+//     filters passed over every frame (the position moved all the same).
+//
+// It advances the stream's position (c.last on the fast path, c.pos otherwise) and the frame counters, and
+// returns the cursor after what it read (c.cursor when nothing was published since) and the ring's wake
+// channel. The caller writes out, then sets c.cursor to next and calls written. It returns ring.ErrBehind
+// when the cursor was evicted and errRejoin when the stream must re-join; the cursor is then unchanged.
+func (c *conn) pull(sc *scratch) (out [][]byte, next uint64, wake <-chan struct{}, err error) {
+	if gen := c.t.generation(); gen != c.gen {
+		if c.keyParts != nil {
+			return nil, c.cursor, nil, errRejoin
+		}
+		c.gen = gen // the stream reads every partition, old and new: nothing to recompute
+	}
+	rg, maxBytes := c.t.Ring, c.s.cfg.MaxWriteBytes
+	if c.synced && !c.filtered() {
+		sc.spans, next, wake, err = rg.Read(c.cursor, sc.spans[:0], maxBytes)
+		if err != nil || len(sc.spans) == 0 {
+			return nil, c.cursor, wake, err
+		}
+		// The fast path does not track the position frame by frame: the last frame's id is it. Keeping the
+		// frame (not a copy) costs nothing; frames are immutable.
+		c.last = lastFrame(sc.spans[len(sc.spans)-1])
+		c.pulled = int64(next - c.cursor)
+		return sc.spans, next, wake, nil
+	}
+	sc.frames, next, wake, err = rg.ReadFrames(c.cursor, sc.frames[:0], maxBytes)
+	if err != nil {
+		return nil, c.cursor, wake, err
+	}
+	for _, f := range sc.frames {
+		c.synced = c.deliverFrame(f, c.p) || c.synced
+	}
+	clear(sc.frames) // keep no references to frames the ring may evict
+	if len(c.buf) == 0 {
+		return nil, next, wake, nil
+	}
+	sc.spans = append(sc.spans[:0], c.buf)
+	return sc.spans, next, wake, nil
+}
+
+// written records that out, from pull, reached the client at now (monoNow): the fast path's frames are
+// counted (the slow path counts each frame as it builds it), the slow path's buffer is
+// emptied (and dropped once the stream is on the fast path, which needs none), and the next keep-alive is
+// due a heartbeat from now.
+func (c *conn) written(sc *scratch, now int64) {
+	c.frames += c.pulled
+	c.stats.Frames.Add(c.pulled)
+	c.pulled = 0
+	clear(sc.spans)
+	c.buf = c.buf[:0]
+	c.releaseBuf()
+	c.wroteAt(now)
+}
+
+// wroteAt pushes the stream's next keep-alive back to a heartbeat after now. Every write to the client
+// (frames, resyncs, keep-alives) calls it: only a stream that wrote nothing for a heartbeat gets a
+// keep-alive, and a stream whose frames are all filtered out gets them too.
+func (c *conn) wroteAt(now int64) {
+	if c.p.Heartbeat > 0 {
+		c.hbDue = now + int64(c.p.Heartbeat)
+	}
+}
+
+// keepAliveDue says the stream wrote nothing for a heartbeat.
+func (c *conn) keepAliveDue(now int64) bool { return c.p.Heartbeat > 0 && c.hbDue <= now }
+
+// keepAliveComment is the comment a stream writes when it has had nothing to write for a heartbeat.
+var keepAliveComment = []byte(": keep-alive\n\n")
+
+// keepAlive writes a keep-alive comment now, from the stream's goroutine.
+func (c *conn) keepAlive() error { return c.write([][]byte{keepAliveComment}) }
+
+// deliverFrame is deliver without the write: it appends to c.buf what the client gets of f.
+func (c *conn) deliverFrame(f ring.Frame, p Params) (synced bool) {
+	if c.keyParts != nil {
+		if _, ok := slices.BinarySearch(c.keyParts, f.Partition); !ok {
+			return false // not a partition of this stream: not even its position is tracked
+		}
+	}
+	if have, ok := c.pos.Offset(f.Partition); ok && f.Offset <= have {
+		return false
+	}
+	c.pos.Set(f.Partition, f.Offset)
+	c.idBuf, _ = c.pos.AppendText(c.idBuf[:0])
+	nl := bytes.IndexByte(f.Bytes, '\n')
+	baked := f.Bytes[len("id: "):nl]
+	synced = bytes.Equal(c.idBuf, baked)
+	if len(p.Events) > 0 && !p.Events[frameType(f.Bytes[nl+1:])] {
+		return synced
+	}
+	if len(p.Keys) > 0 && !p.Keys[string(f.Key)] {
+		return synced
+	}
+	if synced {
+		c.buf = append(c.buf, f.Bytes...)
+	} else {
+		c.buf = append(c.buf, "id: "...)
+		c.buf = append(c.buf, c.idBuf...)
+		c.buf = append(c.buf, f.Bytes[nl:]...)
+	}
+	c.frames++
+	c.stats.Frames.Add(1)
+	return synced
+}
+
+// frameType returns the event type of a frame whose id line was cut off.
+func frameType(rest []byte) string {
+	const prefix = "event: "
+	if !bytes.HasPrefix(rest, []byte(prefix)) {
+		return "message"
+	}
+	rest = rest[len(prefix):]
+	if i := bytes.IndexByte(rest, '\n'); i >= 0 {
+		rest = rest[:i]
+	}
+	return string(rest)
+}
+
+// recordType returns the event type the frame of rec has.
+func recordType(rec *kgo.Record) string {
+	if rec.Value == nil {
+		return feed.DeleteEvent
+	}
+	if t := feed.EventType(rec.Headers); len(t) > 0 {
+		return string(t)
+	}
+	return "message"
+}
