@@ -11,9 +11,9 @@ import (
 // (package memlog). It is the feed's seam: everything the feed knows of partitions, watermarks and records
 // comes through it.
 type Cluster interface {
-	// Metadata returns the partitions of each of topics that exists, ascending. A topic that does not exist is
-	// absent from the map; an error means the cluster could not say.
-	Metadata(ctx context.Context, topics []string) (map[string][]int32, error)
+	// Metadata returns each of topics that exists. A topic that does not exist is absent from the map; an
+	// error means the cluster could not say.
+	Metadata(ctx context.Context, topics []string) (map[string]TopicMeta, error)
 	// ListOffsets returns, per topic and partition, the offsets of the given kind.
 	ListOffsets(ctx context.Context, kind OffsetKind, topics ...string) (map[string]map[int32]int64, error)
 	// OffsetsAfter returns, per partition of topic, the offset of the first record with a timestamp at or
@@ -21,11 +21,22 @@ type Cluster interface {
 	OffsetsAfter(ctx context.Context, topic string, t time.Time) (map[int32]int64, error)
 	// Assign starts reading partitions, each from an offset (AtLogStart: from the partition's start).
 	Assign(parts map[string]map[int32]int64)
+	// Reassign stops reading partitions and starts reading them again from the given offsets (a topic that
+	// was deleted and created again).
+	Reassign(parts map[string]map[int32]int64)
 	// Poll waits for records of the assigned partitions and returns them, read_committed. It returns
 	// ErrClosed once the cluster is closed, or ctx's error.
 	Poll(ctx context.Context) ([]Fetched, error)
 	// Close stops reading.
 	Close()
+}
+
+// TopicMeta is what Metadata says of a topic.
+type TopicMeta struct {
+	// ID is the topic's id, which changes when the topic is deleted and created again.
+	ID [16]byte
+	// Partitions are the topic's partitions, ascending.
+	Partitions []int32
 }
 
 // OffsetKind names the offsets ListOffsets returns.

@@ -39,12 +39,12 @@ func NewKafkaCluster(kafkaOpts ...kgo.Opt) (Cluster, error) {
 	return &kafkaCluster{cl: cl, adm: kadm.NewClient(cl)}, nil
 }
 
-func (k *kafkaCluster) Metadata(ctx context.Context, topics []string) (map[string][]int32, error) {
+func (k *kafkaCluster) Metadata(ctx context.Context, topics []string) (map[string]TopicMeta, error) {
 	md, err := k.adm.Metadata(ctx, topics...)
 	if err != nil {
 		return nil, fmt.Errorf("metadata: %w", err)
 	}
-	out := map[string][]int32{}
+	out := map[string]TopicMeta{}
 	for _, name := range topics {
 		td, ok := md.Topics[name]
 		switch {
@@ -57,7 +57,7 @@ func (k *kafkaCluster) Metadata(ctx context.Context, topics []string) (map[strin
 				ps = append(ps, pd.Partition)
 			}
 			slices.Sort(ps)
-			out[name] = ps
+			out[name] = TopicMeta{ID: td.ID, Partitions: ps}
 		}
 	}
 	return out, nil
@@ -101,6 +101,17 @@ func (k *kafkaCluster) OffsetsAfter(ctx context.Context, topic string, t time.Ti
 	out := map[int32]int64{}
 	los.Each(func(o kadm.ListedOffset) { out[o.Partition] = o.Offset })
 	return out, nil
+}
+
+func (k *kafkaCluster) Reassign(parts map[string]map[int32]int64) {
+	rm := map[string][]int32{}
+	for topic, ps := range parts {
+		for p := range ps {
+			rm[topic] = append(rm[topic], p)
+		}
+	}
+	k.cl.RemoveConsumePartitions(rm)
+	k.Assign(parts)
 }
 
 func (k *kafkaCluster) Assign(parts map[string]map[int32]int64) {

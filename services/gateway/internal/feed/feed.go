@@ -64,10 +64,11 @@ type Topic struct {
 	name      string
 	ring      *ring.Ring
 	refreshed *atomic.Bool  // the feed's: a metadata refresh has succeeded
-	gen       atomic.Uint64 // bumped when partitions are added to the topic after it was first served
+	gen       atomic.Uint64 // bumped when partitions are added, or the topic is created again, after it was first served
 	appeared  chan struct{} // closed once the topic exists
 
 	mu     sync.Mutex
+	kid    [16]byte       // the topic's id in Kafka when its partitions were assigned
 	exists bool           // partitions are assigned: streams can be served
 	absent bool           // the last metadata refresh found no such topic in Kafka
 	atEnd  map[int32]bool // partitions that existed at the feed's first refresh: they start at the end
@@ -280,18 +281,28 @@ func (f *Feed) refresh(ctx context.Context) (missing bool, err error) {
 			return false, fmt.Errorf("list start offsets: %w", err)
 		}
 	}
-	add := map[string]map[int32]int64{}
+	add, again := map[string]map[int32]int64{}, map[string]map[int32]int64{}
 	for _, name := range present {
 		t := f.topics[name]
-		ps, pending := t.assign(md[name], lso[name], starts[name], f.first, f.cfg.Prefill)
+		if ps := t.recreated(md[name].ID); ps != nil {
+			f.log.Warn("topic was deleted and created again; reading it from its start", "topic", name)
+			again[name] = ps
+		}
+		ps, pending := t.assign(md[name].Partitions, lso[name], starts[name], f.first, f.cfg.Prefill)
 		missing = missing || pending
 		if len(ps) > 0 {
 			add[name] = ps
 			f.log.Info("reading partitions", "topic", name, "partitions", len(ps), "from_start", !f.first)
 		}
 	}
+	if len(again) > 0 {
+		f.kc.Reassign(again)
+	}
 	if len(add) > 0 {
 		f.kc.Assign(add)
+	}
+	for _, name := range present {
+		f.topics[name].setID(md[name].ID)
 	}
 	f.first = false
 	f.refreshed.Store(true)
@@ -373,6 +384,38 @@ func (t *Topic) assign(parts []int32, lso, starts map[int32]int64, first bool, p
 		close(t.appeared)
 	}
 	return add, pending
+}
+
+// recreated checks the topic's id against the one its partitions were read under. When it changed (the topic
+// was deleted and created again), every partition starts again from its log start, the ring forgets them,
+// the position vector drops them (the new topic's records enter it as they come), and the generation moves
+// so that every stream re-joins: a stream whose position is past the new topic's end gets an ahead resync
+// instead of skipping the new records as ones it already has. It returns the partitions to read again.
+func (t *Topic) recreated(id [16]byte) map[int32]int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.kid == ([16]byte{}) || id == ([16]byte{}) || id == t.kid || len(t.parts) == 0 {
+		return nil
+	}
+	again := map[int32]int64{}
+	for p, ps := range t.parts {
+		again[p] = AtLogStart
+		ps.start, ps.ready, ps.seen, ps.lowSeen = -1, -1, false, 0
+		ps.next.Store(-1)
+		ps.caught.Store(false)
+		t.ring.Forget(p)
+	}
+	t.pos = t.pos.Restrict(nil)
+	t.id, _ = t.pos.AppendText(t.id[:0])
+	t.gen.Add(1)
+	t.ring.Touch(t.id)
+	return again
+}
+
+func (t *Topic) setID(id [16]byte) {
+	t.mu.Lock()
+	t.kid = id
+	t.mu.Unlock()
 }
 
 func (t *Topic) setAbsent(absent bool) {

@@ -27,17 +27,33 @@ const maxFetch = 100
 
 // Cluster is an in-memory Kafka cluster. The zero value is not usable; make one with New.
 type Cluster struct {
-	mu       sync.Mutex
-	changed  chan struct{} // closed and replaced on every change
-	topics   map[string]*topic
-	assigned map[string]map[int32]int64 // the feed's next offset to read, per assigned partition
-	down     bool
-	closed   bool
-	fetches  int
+	mu         sync.Mutex
+	changed    chan struct{} // closed and replaced on every change
+	topics     map[string]*topic
+	ids        byte // the last topic id handed out
+	down       bool
+	paused     bool           // Poll returns nothing
+	hide       map[hidden]int // partitions ListOffsets leaves out, and how many more times
+	fetchDelay time.Duration  // how long Fetch takes before it answers
+	fetches    int
+}
+
+type hidden struct {
+	topic     string
+	partition int32
 }
 
 type topic struct {
+	id    [16]byte
 	parts []*partition
+}
+
+// Client is one reader of the cluster, as a gateway pod's Kafka client: it has its own assigned partitions
+// and offsets. It is a feed.Cluster.
+type Client struct {
+	c        *Cluster
+	assigned map[string]map[int32]int64 // next offset to read, per assigned partition; guarded by c.mu
+	closed   bool                       // guarded by c.mu
 }
 
 type partition struct {
@@ -53,11 +69,14 @@ type entry struct {
 
 // New returns an empty cluster.
 func New() *Cluster {
-	return &Cluster{changed: make(chan struct{}), topics: map[string]*topic{}, assigned: map[string]map[int32]int64{}}
+	return &Cluster{changed: make(chan struct{}), topics: map[string]*topic{}, hide: map[hidden]int{}}
 }
 
+// Client returns a new reader of the cluster.
+func (c *Cluster) Client() *Client { return &Client{c: c, assigned: map[string]map[int32]int64{}} }
+
 var (
-	_ feed.Cluster = (*Cluster)(nil)
+	_ feed.Cluster = (*Client)(nil)
 	_ replay.Log   = (*Cluster)(nil)
 )
 
@@ -71,7 +90,8 @@ func (c *Cluster) change() {
 func (c *Cluster) CreateTopic(name string, n int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	t := &topic{}
+	c.ids++
+	t := &topic{id: [16]byte{c.ids}}
 	for range n {
 		t.parts = append(t.parts, &partition{})
 	}
@@ -84,7 +104,6 @@ func (c *Cluster) DeleteTopic(name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.topics, name)
-	delete(c.assigned, name)
 	c.change()
 }
 
@@ -201,6 +220,30 @@ func (c *Cluster) SetDown(down bool) {
 	c.change()
 }
 
+// PausePolls makes Poll return nothing (paused) or work again: what the feed reads is held back, as a broker
+// that has not answered the first fetch yet.
+func (c *Cluster) PausePolls(paused bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.paused = paused
+	c.change()
+}
+
+// HideOffsets makes the next n ListOffsets calls leave the partition out, as Kafka does for a partition whose
+// leader is not available.
+func (c *Cluster) HideOffsets(name string, partition int32, n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.hide[hidden{name, partition}] = n
+}
+
+// SetFetchDelay makes every Fetch take d before it answers, as a slow broker.
+func (c *Cluster) SetFetchDelay(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.fetchDelay = d
+}
+
 // Fetches returns how many Fetch calls were answered.
 func (c *Cluster) Fetches() int {
 	c.mu.Lock()
@@ -244,27 +287,29 @@ func (p *partition) read(off int64) (recs []*kgo.Record, first, last, next int64
 }
 
 // Metadata implements feed.Cluster.
-func (c *Cluster) Metadata(_ context.Context, topics []string) (map[string][]int32, error) {
+func (cl *Client) Metadata(_ context.Context, topics []string) (map[string]feed.TopicMeta, error) {
+	c := cl.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.down {
 		return nil, ErrDown
 	}
-	out := map[string][]int32{}
+	out := map[string]feed.TopicMeta{}
 	for _, name := range topics {
 		if t := c.topics[name]; t != nil && len(t.parts) > 0 {
 			ps := make([]int32, len(t.parts))
 			for i := range ps {
 				ps[i] = int32(i)
 			}
-			out[name] = ps
+			out[name] = feed.TopicMeta{ID: t.id, Partitions: ps}
 		}
 	}
 	return out, nil
 }
 
 // ListOffsets implements feed.Cluster.
-func (c *Cluster) ListOffsets(_ context.Context, kind feed.OffsetKind, topics ...string) (map[string]map[int32]int64, error) {
+func (cl *Client) ListOffsets(_ context.Context, kind feed.OffsetKind, topics ...string) (map[string]map[int32]int64, error) {
+	c := cl.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.down {
@@ -278,6 +323,10 @@ func (c *Cluster) ListOffsets(_ context.Context, kind feed.OffsetKind, topics ..
 		}
 		m := map[int32]int64{}
 		for i, p := range t.parts {
+			if h := (hidden{name, int32(i)}); c.hide[h] > 0 {
+				c.hide[h]--
+				continue
+			}
 			switch kind {
 			case feed.LogStart:
 				m[int32(i)] = p.low
@@ -294,7 +343,8 @@ func (c *Cluster) ListOffsets(_ context.Context, kind feed.OffsetKind, topics ..
 
 // OffsetsAfter implements feed.Cluster. A partition with no record at or after t answers its high watermark,
 // as kadm does.
-func (c *Cluster) OffsetsAfter(_ context.Context, name string, at time.Time) (map[int32]int64, error) {
+func (cl *Client) OffsetsAfter(_ context.Context, name string, at time.Time) (map[int32]int64, error) {
+	c := cl.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.down {
@@ -317,16 +367,25 @@ func (c *Cluster) OffsetsAfter(_ context.Context, name string, at time.Time) (ma
 	return out, nil
 }
 
-// Assign implements feed.Cluster.
-func (c *Cluster) Assign(parts map[string]map[int32]int64) {
+// Assign implements feed.Cluster. A partition already assigned keeps its offset, as franz-go's
+// AddConsumePartitions does.
+func (cl *Client) Assign(parts map[string]map[int32]int64) { cl.assign(parts, false) }
+
+// Reassign implements feed.Cluster.
+func (cl *Client) Reassign(parts map[string]map[int32]int64) { cl.assign(parts, true) }
+
+func (cl *Client) assign(parts map[string]map[int32]int64, again bool) {
+	c := cl.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for name, ps := range parts {
-		if c.assigned[name] == nil {
-			c.assigned[name] = map[int32]int64{}
+		if cl.assigned[name] == nil {
+			cl.assigned[name] = map[int32]int64{}
 		}
 		for p, off := range ps {
-			c.assigned[name][p] = off
+			if _, ok := cl.assigned[name][p]; !ok || again {
+				cl.assigned[name][p] = off
+			}
 		}
 	}
 	c.change()
@@ -335,16 +394,17 @@ func (c *Cluster) Assign(parts map[string]map[int32]int64) {
 // Poll implements feed.Cluster: it waits until an assigned partition has something stable past its next
 // offset, and returns what it has. An offset below the low watermark reads from the low watermark, as a
 // consumer that resets to the start does.
-func (c *Cluster) Poll(ctx context.Context) ([]feed.Fetched, error) {
+func (cl *Client) Poll(ctx context.Context) ([]feed.Fetched, error) {
+	c := cl.c
 	for {
 		c.mu.Lock()
-		if c.closed {
+		if cl.closed {
 			c.mu.Unlock()
 			return nil, feed.ErrClosed
 		}
 		var out []feed.Fetched
-		if !c.down {
-			for name, ps := range c.assigned {
+		if !c.down && !c.paused {
+			for name, ps := range cl.assigned {
 				t := c.topics[name]
 				if t == nil {
 					continue
@@ -389,15 +449,25 @@ func (c *Cluster) Poll(ctx context.Context) ([]feed.Fetched, error) {
 }
 
 // Close implements feed.Cluster.
-func (c *Cluster) Close() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.closed = true
-	c.change()
+func (cl *Client) Close() {
+	cl.c.mu.Lock()
+	defer cl.c.mu.Unlock()
+	cl.closed = true
+	cl.c.change()
 }
 
 // Fetch implements replay.Log.
 func (c *Cluster) Fetch(ctx context.Context, name string, partition int32, offset int64) ([]*kgo.Record, int64, error) {
+	c.mu.Lock()
+	delay := c.fetchDelay
+	c.mu.Unlock()
+	if delay > 0 {
+		select {
+		case <-time.After(delay):
+		case <-ctx.Done():
+			return nil, offset, ctx.Err()
+		}
+	}
 	deadline := time.NewTimer(fetchWait)
 	defer deadline.Stop()
 	for {

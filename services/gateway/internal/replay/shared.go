@@ -23,9 +23,12 @@ type block struct {
 	recs     []*kgo.Record
 }
 
-// flight is a block fetch under way; others wanting the block wait for done.
+// flight is a block fetch under way; others wanting the block wait for done. b and err are written before
+// done is closed.
 type flight struct {
 	done chan struct{}
+	b    *block
+	err  error
 }
 
 // Read reads ranges of topic and calls fn with each record, across partitions in record-timestamp order
@@ -121,7 +124,9 @@ func (p *Pool) Read(ctx context.Context, topic string, ranges []Range, interval 
 }
 
 // block returns a block of key holding at least offsets [from, to], from the cache, from another
-// connection's fetch of it, or from Kafka.
+// connection's fetch of it, or from Kafka. The fetch runs on a goroutine of its own, so that every
+// connection waiting for it, the one that started it too, keeps its client alive (idle every interval)
+// however long the broker takes.
 func (p *Pool) block(ctx context.Context, key blockKey, from, to int64, interval time.Duration, idle func() error) (*block, error) {
 	covers := func(b *block) bool { return b.from <= from && b.to >= to }
 	for {
@@ -130,51 +135,56 @@ func (p *Pool) block(ctx context.Context, key blockKey, from, to int64, interval
 			return b, nil
 		}
 		p.mu.Lock()
-		if f := p.flights[key]; f != nil {
-			p.mu.Unlock()
-			// Another connection is fetching this block: wait for it, alive.
-			err := keepAlive(ctx, interval, idle, func(tick <-chan time.Time) (bool, error) {
-				select {
-				case <-f.done:
-					return true, nil
-				case <-ctx.Done():
-					return false, ctx.Err()
-				case <-tick:
-					return false, nil
-				}
-			})
-			if err != nil {
-				return nil, err
+		f, mine := p.flights[key], false
+		if f == nil {
+			f, mine = &flight{done: make(chan struct{})}, true
+			p.flights[key] = f
+			go p.fly(ctx, key, from, to, f)
+		}
+		p.mu.Unlock()
+		err := keepAlive(ctx, interval, idle, func(tick <-chan time.Time) (bool, error) {
+			select {
+			case <-f.done:
+				return true, nil
+			case <-ctx.Done():
+				return false, ctx.Err()
+			case <-tick:
+				return false, nil
 			}
-			continue // look at the cache again: the fetch may not have covered what this one needs
-		}
-		f := &flight{done: make(chan struct{})}
-		p.flights[key] = f
-		p.mu.Unlock()
-
-		b, err := p.fetch(ctx, key, from, to, interval, idle)
-		if err == nil {
-			p.cache.Add(key, b)
-		}
-		p.mu.Lock()
-		delete(p.flights, key)
-		p.mu.Unlock()
-		close(f.done)
+		})
 		if err != nil {
 			return nil, err
 		}
-		if covers(b) {
-			return b, nil
+		if mine {
+			if f.err != nil {
+				return nil, f.err
+			}
+			if covers(f.b) {
+				return f.b, nil
+			}
 		}
+		// Another connection's fetch, or one that did not cover what this one needs: look again.
 	}
+}
+
+// fly fetches a block for a flight, caches it, and lands the flight.
+func (p *Pool) fly(ctx context.Context, key blockKey, from, to int64, f *flight) {
+	f.b, f.err = p.fetch(ctx, key, from, to)
+	if f.err == nil {
+		p.cache.Add(key, f.b)
+	}
+	p.mu.Lock()
+	delete(p.flights, key)
+	p.mu.Unlock()
+	close(f.done)
 }
 
 // fetch reads a block from the log: from the block's first offset, so that connections resuming a little
 // earlier find it in the cache too, or from the first offset needed when the block's start was deleted. It
 // reads until the log's next offset passes to, so a block ends exactly where it should whether or not to
 // holds a record, and keeps what the last fetch brought beyond to, up to the block's end.
-func (p *Pool) fetch(ctx context.Context, key blockKey, from, to int64, interval time.Duration, idle func() error) (*block, error) {
-	release, err := p.Acquire(ctx, interval, idle)
+func (p *Pool) fetch(ctx context.Context, key blockKey, from, to int64) (*block, error) {
+	release, err := p.Acquire(ctx, 0, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -183,20 +193,19 @@ func (p *Pool) fetch(ctx context.Context, key blockKey, from, to int64, interval
 	p.Stats.Reads.Add(1)
 	defer func() { p.Stats.Nanos.Add(int64(time.Since(start))) }()
 	lo, end := key.index*p.cfg.BlockSize, (key.index+1)*p.cfg.BlockSize-1
-	b, err := p.readBlock(ctx, key, lo, to, end, interval, idle)
+	b, err := p.readBlock(ctx, key, lo, to, end)
 	var oor *OutOfRangeError
 	if errors.As(err, &oor) && lo < from {
-		b, err = p.readBlock(ctx, key, from, to, end, interval, idle)
+		b, err = p.readBlock(ctx, key, from, to, end)
 	}
 	return b, err
 }
 
 // readBlock reads key's partition from offset from until the log has passed to, keeping records up to end.
-func (p *Pool) readBlock(ctx context.Context, key blockKey, from, to, end int64, interval time.Duration, idle func() error) (*block, error) {
+func (p *Pool) readBlock(ctx context.Context, key blockKey, from, to, end int64) (*block, error) {
 	b := &block{from: from}
 	off := from
 	moved := time.Now() // when the log last moved
-	lastIdle := moved
 	for off <= to {
 		recs, next, err := p.log.Fetch(ctx, key.topic, key.partition, off)
 		if err != nil {
@@ -214,12 +223,6 @@ func (p *Pool) readBlock(ctx context.Context, key blockKey, from, to, end int64,
 		}
 		if now.Sub(moved) >= p.cfg.Idle {
 			return nil, &IdleError{Partition: key.partition, Upto: to, Wait: p.cfg.Idle}
-		}
-		if idle != nil && interval > 0 && now.Sub(lastIdle) >= interval {
-			if err := idle(); err != nil {
-				return nil, err
-			}
-			lastIdle = now
 		}
 		if err := ctx.Err(); err != nil {
 			return nil, err

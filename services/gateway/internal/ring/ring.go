@@ -119,8 +119,11 @@ func (r *Ring) Publish(b *Batch, id []byte) {
 	for r.bytes > r.maxBytes && r.head-r.tail > 1 {
 		e := &r.ents[r.tail&r.mask]
 		r.bytes -= e.end - e.start
-		r.low[e.partition] = max(r.low[e.partition], e.offset+1) // never below a Trim
-		r.index[e.partition].pop()
+		if q := r.index[e.partition]; q != nil && q.n > 0 && q.at(0) == r.tail {
+			// Not indexed when the partition was forgotten after this frame was published.
+			q.pop()
+			r.low[e.partition] = max(r.low[e.partition], e.offset+1) // never below a Trim
+		}
 		*e = entry{} // drop the chunk reference
 		r.tail++
 		r.evicted++
@@ -153,6 +156,18 @@ func (r *Ring) SetLow(partition int32, offset int64) {
 	r.mu.Unlock()
 }
 
+// Touch records id as the position after the last frame, as an empty Publish does, and wakes every waiting
+// cursor: the feed calls it when the topic changed under the streams (it was created again), so that they
+// look at once.
+func (r *Ring) Touch(id []byte) {
+	r.mu.Lock()
+	r.headID = append(r.headID[:0], id...)
+	old := r.wake
+	r.wake = make(chan struct{})
+	r.mu.Unlock()
+	close(old)
+}
+
 // Trim records that Kafka no longer holds the partition's records below offset (its low watermark, after
 // retention or DeleteRecords): Seek answers no offset below it, whatever frames the ring still holds, so a
 // resume is answered the same way by a pod that holds those frames and by one that never did. It does
@@ -162,6 +177,16 @@ func (r *Ring) Trim(partition int32, offset int64) {
 	if low, ok := r.low[partition]; ok && offset > low {
 		r.low[partition] = offset
 	}
+	r.mu.Unlock()
+}
+
+// Forget makes the ring forget what it knows of a partition (its topic was deleted and created again, so its
+// offsets start over): Seek answers nothing of it until its next frame, and its frames still in the ring
+// are no longer indexed. The frames themselves stay until evicted; cursors reading through them get them.
+func (r *Ring) Forget(partition int32) {
+	r.mu.Lock()
+	delete(r.low, partition)
+	delete(r.index, partition)
 	r.mu.Unlock()
 }
 

@@ -16,8 +16,10 @@ import (
 // of its own (conn.loop) and parked in the writer pool (writer.serve). The two paths differ only in how the
 // bytes reach the socket and how they wait.
 
-// errRejoin is returned by pull when the topic's partitions changed and the stream's own partitions depend
-// on them (a key filter): the stream joins the ring again and catches up, on a goroutine of its own.
+// errRejoin is returned by pull when the topic's partitions changed (partitions were added, or the topic was
+// deleted and created again): the stream joins the ring again and catches up as a resume, on a goroutine of
+// its own, so that a key filter covers the partitions its keys now go to and a position past a recreated
+// topic's end gets an ahead resync.
 var errRejoin = errors.New("stream: the topic's partitions changed")
 
 // scratch is the reusable memory of one pull: the caller's (a writer's, or a stream goroutine's), so that a
@@ -37,11 +39,8 @@ type scratch struct {
 // channel. The caller writes out, then sets c.cursor to next and calls written. It returns ring.ErrBehind
 // when the cursor was evicted and errRejoin when the stream must re-join; the cursor is then unchanged.
 func (c *conn) pull(sc *scratch) (out [][]byte, next uint64, wake <-chan struct{}, err error) {
-	if gen := c.t.generation(); gen != c.gen {
-		if c.keyParts != nil {
-			return nil, c.cursor, nil, errRejoin
-		}
-		c.gen = gen // the stream reads every partition, old and new: nothing to recompute
+	if c.t.generation() != c.gen {
+		return nil, c.cursor, nil, errRejoin
 	}
 	rg, maxBytes := c.t.Ring, c.s.cfg.MaxWriteBytes
 	if c.synced && !c.filtered() {
