@@ -73,6 +73,7 @@ type Topic struct {
 	absent bool           // the last metadata refresh found no such topic in Kafka
 	atEnd  map[int32]bool // partitions that existed at the feed's first refresh: they start at the end
 	parts  map[int32]*partition
+	latest position.Vector // where a from=latest stream started when the partitions were first assigned
 	pos    position.Vector
 	batch  ring.Batch
 	id     []byte
@@ -349,6 +350,9 @@ func (t *Topic) assign(parts []int32, lso, starts map[int32]int64, first bool, p
 				start = max(so, lo-prefill)
 			}
 			ps.start, ps.ready = start, lo
+			if lo > 0 {
+				t.latest.Set(p, lo-1)
+			}
 			if start == lo {
 				// Nothing to read back: the ring holds the partition from here on. (With records to read
 				// back, the first fetch tells whether reading really began at start.)
@@ -443,6 +447,15 @@ func (t *Topic) Absent() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.absent && !t.exists
+}
+
+// LatestAtStart returns the position a from=latest stream had when the topic's partitions were first assigned
+// (their last stable offsets then, before any prefill): where a stream that waited for the topic while
+// nobody knew whether it existed starts, so it gets neither history nor a gap.
+func (t *Topic) LatestAtStart() position.Vector {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.latest.Clone()
 }
 
 // Appeared returns a channel that is closed once the topic exists (see Exists).

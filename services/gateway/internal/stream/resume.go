@@ -129,6 +129,9 @@ var errReplay = errors.New("stream: replay failed")
 // errWrite is a failure to write to the client.
 var errWrite = errors.New("stream: write failed")
 
+// fromFeedStart is Params.From for a stream that waited for its topic (see awaitTopic).
+const fromFeedStart = "feed-start"
+
 // errDrained ends a stream that was still waiting to start when the server drained.
 var errDrained = errors.New("stream: server draining")
 
@@ -168,6 +171,8 @@ func (c *conn) start(ctx context.Context, t *Topic, p Params) error {
 		switch p.From {
 		case FromEarliest:
 			c.pos = position.Vector{}
+		case fromFeedStart:
+			c.pos = t.Feed.LatestAtStart()
 		case "time":
 			if t.OffsetsAfter == nil {
 				return fmt.Errorf("%w: no offsets by time", errReplay)
@@ -239,6 +244,11 @@ func (c *conn) awaitTopic(ctx context.Context, t *Topic, p *Params) error {
 			if !absent {
 				// Kafka may have said "absent" a moment before the topic appeared.
 				markAbsent()
+			}
+			if !absent && p.LastEventID == "" && p.From == FromLatest {
+				// Nobody knew whether the topic existed when the client came: it starts where a stream
+				// coming at the first look at the topic would have, not at whatever the feed read since.
+				p.From = fromFeedStart
 			}
 			return nil
 		case <-check.C:
