@@ -28,6 +28,9 @@ type kafkaCluster struct {
 // network.
 func NewKafkaCluster(kafkaOpts ...kgo.Opt) (Cluster, error) {
 	opts := append(slices.Clone(kafkaOpts),
+		// Metadata answers (partitions, and the partitions offsets are listed for) are at most this old:
+		// a partition added a moment ago is known to a resume that names it.
+		kgo.MetadataMinAge(250*time.Millisecond),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.KeepControlRecords(),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{}),
@@ -104,13 +107,13 @@ func (k *kafkaCluster) OffsetsAfter(ctx context.Context, topic string, t time.Ti
 }
 
 func (k *kafkaCluster) Reassign(parts map[string]map[int32]int64) {
-	rm := map[string][]int32{}
-	for topic, ps := range parts {
-		for p := range ps {
-			rm[topic] = append(rm[topic], p)
-		}
+	// franz-go keeps a topic's first id: a recreated topic fails with UNKNOWN_TOPIC_ID until it is purged
+	// from the client, which then learns the new id.
+	topics := make([]string, 0, len(parts))
+	for topic := range parts {
+		topics = append(topics, topic)
 	}
-	k.cl.RemoveConsumePartitions(rm)
+	k.cl.PurgeTopicsFromClient(topics...)
 	k.Assign(parts)
 }
 

@@ -129,6 +129,9 @@ var errReplay = errors.New("stream: replay failed")
 // errWrite is a failure to write to the client.
 var errWrite = errors.New("stream: write failed")
 
+// unknownPartitionRetry is how long a stream waits before it asks Kafka about an id's unknown partition again.
+const unknownPartitionRetry = 300 * time.Millisecond
+
 // fromFeedStart is Params.From for a stream that waited for its topic (see awaitTopic).
 const fromFeedStart = "feed-start"
 
@@ -340,11 +343,21 @@ func (c *conn) checkPartitions(ctx context.Context, v position.Vector, t *Topic)
 		return fmt.Errorf("the id names partition %d, which topic %s does not have", unknown[0], t.Name)
 	}
 	var wm map[int32]feed.Watermarks
-	if err := c.await(ctx, func(ctx context.Context) (err error) {
-		wm, err = t.Watermarks(ctx, 0)
-		return err
-	}); err != nil {
-		return err
+	for try := range 2 {
+		if try > 0 {
+			// The Kafka client's metadata is up to a quarter of a second old: ask once more after that,
+			// so a partition added a moment ago is not called unknown.
+			time.Sleep(unknownPartitionRetry)
+		}
+		if err := c.await(ctx, func(ctx context.Context) (err error) {
+			wm, err = t.Watermarks(ctx, 0)
+			return err
+		}); err != nil {
+			return err
+		}
+		if !slices.ContainsFunc(unknown, func(p int32) bool { _, ok := wm[p]; return !ok }) {
+			return nil
+		}
 	}
 	for _, p := range unknown {
 		if _, ok := wm[p]; !ok {
