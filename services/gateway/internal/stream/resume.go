@@ -132,9 +132,6 @@ var errWrite = errors.New("stream: write failed")
 // unknownPartitionRetry is how long a stream waits before it asks Kafka about an id's unknown partition again.
 const unknownPartitionRetry = 300 * time.Millisecond
 
-// fromFeedStart is Params.From for a stream that waited for its topic (see awaitTopic).
-const fromFeedStart = "feed-start"
-
 // errDrained ends a stream that was still waiting to start when the server drained.
 var errDrained = errors.New("stream: server draining")
 
@@ -174,8 +171,6 @@ func (c *conn) start(ctx context.Context, t *Topic, p Params) error {
 		switch p.From {
 		case FromEarliest:
 			c.pos = position.Vector{}
-		case fromFeedStart:
-			c.pos = t.Feed.LatestAtStart()
 		case "time":
 			if t.OffsetsAfter == nil {
 				return fmt.Errorf("%w: no offsets by time", errReplay)
@@ -195,7 +190,7 @@ func (c *conn) start(ctx context.Context, t *Topic, p Params) error {
 				}
 			}
 		default:
-			c.pos = head.Clone()
+			c.pos = latest(t, head)
 		}
 	}
 	if c.keyParts != nil {
@@ -248,11 +243,6 @@ func (c *conn) awaitTopic(ctx context.Context, t *Topic, p *Params) error {
 				// Kafka may have said "absent" a moment before the topic appeared.
 				markAbsent()
 			}
-			if !absent && p.LastEventID == "" && p.From == FromLatest {
-				// Nobody knew whether the topic existed when the client came: it starts where a stream
-				// coming at the first look at the topic would have, not at whatever the feed read since.
-				p.From = fromFeedStart
-			}
 			return nil
 		case <-check.C:
 			markAbsent()
@@ -273,6 +263,24 @@ func (c *conn) awaitTopic(ctx context.Context, t *Topic, p *Params) error {
 		}
 		hb.Stop()
 	}
+}
+
+// latest is where a from=latest stream starts: the ring's head, but never before the partitions' last stable
+// offsets when the pod first assigned them. A stream that comes while the pod still reads its prefill (or
+// that waited for the topic while nobody knew whether it existed) gets no history, and no gap.
+func latest(t *Topic, head position.Vector) position.Vector {
+	pos := head.Clone()
+	if t.Feed == nil {
+		return pos
+	}
+	start := t.Feed.LatestAtStart()
+	for i := range start.Len() {
+		e := start.At(i)
+		if have, ok := pos.Offset(e.Partition); !ok || have < e.Offset {
+			pos.Set(e.Partition, e.Offset)
+		}
+	}
+	return pos
 }
 
 // await runs fn (a call to Kafka) while the stream keeps its client alive: a keep-alive every heartbeat until

@@ -319,7 +319,9 @@ func TestSeamKeyFilterPartitionsAdded(t *testing.T) {
 			pd := startPod(t, kc, "t", podOpts{writers: writers})
 			pd.waitReady(t)
 			c := pd.open(t, "?key="+key, "")
-			rec := func(p int32, k, v string) { kc.Produce("t", &kgo.Record{Partition: p, Key: []byte(k), Value: []byte(v)}) }
+			rec := func(p int32, k, v string) {
+				kc.Produce("t", &kgo.Record{Partition: p, Key: []byte(k), Value: []byte(v)})
+			}
 			rec(old, key, "before")
 			rec(old, "other", "x")
 			if ev := c.next(t); ev.Data != "before" {

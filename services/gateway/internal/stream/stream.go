@@ -177,10 +177,13 @@ type conn struct {
 // end counts the stream's end, and closes a taken-over connection (with the chunked body's end, when the
 // stream did not end by a failed write).
 func (c *conn) end(reason CloseReason) {
+	if c.raw != nil && c.pool.ctx.Err() != nil && reason == ReasonClientGone {
+		reason = ReasonShutdown
+	}
+	// Counted before the client can see the end: whoever sees it (a test, a client) sees the count.
+	c.stats.Open.Add(-1)
+	c.stats.Closed[reason].Add(1)
 	if c.raw != nil {
-		if c.pool.ctx.Err() != nil && reason == ReasonClientGone {
-			reason = ReasonShutdown
-		}
 		if reason != ReasonWriteFailed && reason != ReasonClientGone && c.raw.head == nil {
 			_ = c.raw.nc.SetWriteDeadline(time.Time{}) // a deadline left from an earlier write must not fail this one
 			if c.rc != nil {
@@ -189,11 +192,6 @@ func (c *conn) end(reason CloseReason) {
 				_, _ = c.raw.writeFramed(lastChunk, 100*time.Millisecond)
 			}
 		}
-	}
-	// Counted before the connection closes: whoever sees the close (a test, a client) sees the count.
-	c.stats.Open.Add(-1)
-	c.stats.Closed[reason].Add(1)
-	if c.raw != nil {
 		_ = c.raw.nc.Close()
 	}
 	if c.s.log.Enabled(context.Background(), slog.LevelDebug) {
