@@ -317,3 +317,56 @@ func TestEventType(t *testing.T) {
 		})
 	}
 }
+
+// TestRecordType: RecordType is exactly the type a WHATWG client parses from the record's frame, for header
+// values the writer has to make safe (line ends), ones it passes (NUL), ill-formed UTF-8, and the fallbacks.
+func TestRecordType(t *testing.T) {
+	tests := []struct {
+		name string
+		rec  *kgo.Record
+		want string
+	}{
+		{name: "event", rec: &kgo.Record{Value: []byte("v"), Headers: hdr("event", "order.paid")}, want: "order.paid"},
+		{name: "no headers", rec: &kgo.Record{Value: []byte("v")}, want: "message"},
+		{name: "unrelated headers", rec: &kgo.Record{Value: []byte("v"), Headers: hdr("trace", "x")}, want: "message"},
+		{name: "empty event", rec: &kgo.Record{Value: []byte("v"), Headers: hdr("event", "")}, want: "message"},
+		{name: "empty event hides ce_type", rec: &kgo.Record{Value: []byte("v"), Headers: hdr("event", "", "ce_type", "ce")}, want: "message"},
+		{name: "ce_type fallback", rec: &kgo.Record{Value: []byte("v"), Headers: hdr("ce_type", "com.example.paid")}, want: "com.example.paid"},
+		{name: "event over ce_type", rec: &kgo.Record{Value: []byte("v"), Headers: hdr("ce_type", "ce", "event", "ev")}, want: "ev"},
+		{name: "named message", rec: &kgo.Record{Value: []byte("v"), Headers: hdr("event", "message")}, want: "message"},
+		{name: "CR", rec: &kgo.Record{Value: []byte("v"), Headers: hdr("event", "a\rb")}, want: "a\uFFFDb"},
+		{name: "LF", rec: &kgo.Record{Value: []byte("v"), Headers: hdr("event", "a\nb")}, want: "a\uFFFDb"},
+		{name: "CRLF", rec: &kgo.Record{Value: []byte("v"), Headers: hdr("event", "a\r\nb")}, want: "a\uFFFD\uFFFDb"},
+		{name: "trailing LF", rec: &kgo.Record{Value: []byte("v"), Headers: hdr("event", "a\n")}, want: "a\uFFFD"},
+		{name: "only a CR", rec: &kgo.Record{Value: []byte("v"), Headers: hdr("event", "\r")}, want: "\uFFFD"},
+		{name: "ce_type with line ends", rec: &kgo.Record{Value: []byte("v"), Headers: hdr("ce_type", "x\r\n\ndata: y")}, want: "x\uFFFD\uFFFD\uFFFDdata: y"},
+		{name: "NUL is kept", rec: &kgo.Record{Value: []byte("v"), Headers: hdr("event", "a\x00b")}, want: "a\x00b"},
+		{name: "ill-formed UTF-8", rec: &kgo.Record{Value: []byte("v"), Headers: hdr("event", "t\xfe\xff")}, want: "t\uFFFD\uFFFD"},
+		{name: "truncated sequence", rec: &kgo.Record{Value: []byte("v"), Headers: hdr("event", "a\xe2\x82b")}, want: "a\uFFFDb"},
+		{name: "encoded surrogate", rec: &kgo.Record{Value: []byte("v"), Headers: hdr("event", "\xed\xa0\x80")}, want: "\uFFFD\uFFFD\uFFFD"},
+		{name: "ill-formed and CR", rec: &kgo.Record{Value: []byte("v"), Headers: hdr("event", "\xc3\r(")}, want: "\uFFFD\uFFFD("},
+		{name: "valid UTF-8", rec: &kgo.Record{Value: []byte("v"), Headers: hdr("event", "caf\u00e9.\U0001F600")}, want: "caf\u00e9.\U0001F600"},
+		{name: "BOM inside a type", rec: &kgo.Record{Value: []byte("v"), Headers: hdr("event", "\uFEFFt")}, want: "\uFEFFt"},
+		{name: "leading space", rec: &kgo.Record{Value: []byte("v"), Headers: hdr("event", " t")}, want: " t"},
+		{name: "colon and space", rec: &kgo.Record{Value: []byte("v"), Headers: hdr("event", "a: b")}, want: "a: b"},
+		{name: "empty value is not a tombstone", rec: &kgo.Record{Value: []byte{}, Headers: hdr("event", "e")}, want: "e"},
+		{name: "tombstone", rec: &kgo.Record{Key: []byte("k"), Headers: hdr("event", "ignored")}, want: "delete"},
+		{name: "tombstone with line ends in the header", rec: &kgo.Record{Key: []byte("k"), Headers: hdr("event", "a\r\nb")}, want: "delete"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := feed.RecordType(tc.rec)
+			if got != tc.want {
+				t.Errorf("RecordType = %q, want %q", got, tc.want)
+			}
+			frame := feed.AppendFrame(nil, []byte(frameID), tc.rec)
+			ev, err := sse.NewParser(bytes.NewReader(frame)).Next()
+			if err != nil {
+				t.Fatalf("parsing %q: %v", frame, err)
+			}
+			if ev.Type != got {
+				t.Errorf("frame %q parses to type %q, RecordType says %q", frame, ev.Type, got)
+			}
+		})
+	}
+}
