@@ -31,6 +31,9 @@ type Config struct {
 	// that clients reconnecting right after a deploy are served from memory; the ring's byte bound still
 	// applies. Zero means none.
 	Prefill int64
+	// ValueFormats are the topics' value formats, how values are written into frames (see ValueFormat). A
+	// topic not in it, and every topic when it is nil, gets ValueAuto.
+	ValueFormats map[string]ValueFormat
 	// Logger receives the feed's logs. Nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -66,6 +69,7 @@ type cachedWatermarks struct {
 type Topic struct {
 	name string
 	ring *ring.Ring
+	vf   ValueFormat
 
 	mu     sync.Mutex
 	exists bool
@@ -105,7 +109,7 @@ func New(cfg Config, kafkaOpts ...kgo.Opt) (*Feed, error) {
 		if err != nil {
 			return nil, fmt.Errorf("feed: %w", err)
 		}
-		f.topics[name] = &Topic{name: name, ring: r, parts: make(map[int32]*partition)}
+		f.topics[name] = &Topic{name: name, ring: r, vf: cfg.ValueFormats[name], parts: make(map[int32]*partition)}
 		f.names = append(f.names, name)
 	}
 	slices.Sort(f.names)
@@ -173,7 +177,7 @@ func (t *Topic) publish(ft kgo.FetchTopic) {
 		for _, rec := range fp.Records {
 			t.pos.Set(rec.Partition, rec.Offset)
 			t.id, _ = t.pos.AppendText(t.id[:0])
-			t.batch.Add(AppendFrame(t.batch.Buf(), t.id, rec), rec.Partition, rec.Offset, rec.Key)
+			t.batch.Add(AppendFrame(t.batch.Buf(), t.id, rec, t.vf), rec.Partition, rec.Offset, rec.Key)
 		}
 		if n := len(fp.Records); n > 0 {
 			ps.next.Store(fp.Records[n-1].Offset + 1)

@@ -26,16 +26,21 @@ const MessageEvent = "message"
 var deleteType = []byte(DeleteEvent)
 
 // AppendFrame appends to dst the SSE frame for rec with the given id: "event:" from the record's event type
-// (omitted when it has none), the value as "data:" lines. A tombstone becomes an "event: delete" frame whose
-// data is the key.
+// (omitted when it has none), the value as "data:" in the value format vf. A tombstone becomes an
+// "event: delete" frame whose data is the key, in the same format.
 //
 // The event type is written as a client reads it back (see RecordType), so the bytes of the "event:" line
-// are the type a browser, and the gateway's own event filter, see.
-func AppendFrame(dst, id []byte, rec *kgo.Record) []byte {
-	if rec.Value == nil {
-		return sse.AppendEventBytes(dst, id, deleteType, rec.Key)
+// are the type a browser, and the gateway's own event filter, see. The frame depends only on id, rec and vf,
+// so a record framed live into the ring and read back from Kafka for a resume gives the same bytes.
+func AppendFrame(dst, id []byte, rec *kgo.Record, vf ValueFormat) []byte {
+	typ, v := deleteType, rec.Key
+	if rec.Value != nil {
+		typ, v = clientType(EventType(rec.Headers)), rec.Value
 	}
-	return sse.AppendEventBytes(dst, id, clientType(EventType(rec.Headers)), rec.Value)
+	if vf.encodes(v) {
+		return appendBase64Event(dst, id, typ, v)
+	}
+	return sse.AppendEventBytes(dst, id, typ, v)
 }
 
 // EventType returns the record's SSE event type: the value of its first "event" header, else of its first

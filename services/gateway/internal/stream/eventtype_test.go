@@ -39,7 +39,7 @@ func TestEventTypeRingAndReplayAgree(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			frame := feed.AppendFrame(nil, []byte("v1:0-1"), tc.rec)
+			frame := feed.AppendFrame(nil, []byte("v1:0-1"), tc.rec, feed.ValueAuto)
 			nl := bytes.IndexByte(frame, '\n')
 			ring, replay := frameType(frame[nl+1:]), recordType(tc.rec)
 			if ring != replay {
