@@ -47,11 +47,16 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 		return nil, err
 	}
 	kopts = append(kopts, kgo.WithLogger(kafkaconn.Logger(log.With("component", "kafka"), kgo.LogLevelWarn)))
+	formats, err := cfg.valueFormats()
+	if err != nil {
+		return nil, err
+	}
 	f, err := feed.New(feed.Config{
 		Topics:           cfg.Topics,
 		RingBytes:        int(cfg.RingBytes),
 		MetadataInterval: cfg.MetadataInterval,
 		Prefill:          cfg.Prefill,
+		ValueFormats:     formats,
 		Logger:           log,
 	}, kopts...)
 	if err != nil {
@@ -88,6 +93,7 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 			},
 			Replay:           a.replays,
 			KeysAnyPartition: cfg.KeyPartitioner == "any",
+			ValueFormat:      formats[name],
 		}
 	}
 	if a.telemetry, err = newTelemetry(f, a.stats, a.replays); err != nil {
