@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -154,7 +155,8 @@ func Load(ss []Setting, args []string, getenv func(string) string, o Options) (m
 		if !ok || s.FlagOnly || fromFlag[s.group()] || fromEnv[s.group()] {
 			continue
 		}
-		v, err := scalar(raw)
+		_, mapOK := s.Value.(interface{ acceptsMap() })
+		v, err := scalar(raw, mapOK)
 		if err == nil {
 			err = s.Value.Set(v)
 		}
@@ -182,8 +184,9 @@ func firstEnv(names []string, getenv func(string) string) (string, string) {
 	return "", ""
 }
 
-// scalar turns a YAML value into the text a flag would have held; a list becomes a comma list.
-func scalar(v any) (string, error) {
+// scalar turns a YAML value into the text a flag would have held; a list becomes a comma list. A map is
+// accepted only for a Map setting (mapOK set): it becomes a comma list of key=value pairs, in key order.
+func scalar(v any, mapOK bool) (string, error) {
 	switch x := v.(type) {
 	case nil:
 		return "", nil
@@ -192,7 +195,7 @@ func scalar(v any) (string, error) {
 	case []any:
 		parts := make([]string, len(x))
 		for i, e := range x {
-			s, err := scalar(e)
+			s, err := scalar(e, false)
 			if err != nil {
 				return "", err
 			}
@@ -200,7 +203,18 @@ func scalar(v any) (string, error) {
 		}
 		return strings.Join(parts, ","), nil
 	case map[string]any:
-		return "", errors.New("want a single value or a list, got a map")
+		if !mapOK {
+			return "", errors.New("want a single value or a list, got a map")
+		}
+		pairs := make([]string, 0, len(x))
+		for _, k := range slices.Sorted(maps.Keys(x)) {
+			s, err := scalar(x[k], false)
+			if _, isList := x[k].([]any); err != nil || isList {
+				return "", fmt.Errorf("want a map of single values, got %q: %v", k, x[k])
+			}
+			pairs = append(pairs, k+"="+s)
+		}
+		return strings.Join(pairs, ","), nil
 	default:
 		return fmt.Sprint(x), nil
 	}

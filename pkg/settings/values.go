@@ -4,7 +4,9 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +17,11 @@ func String(p *string) flag.Value { return (*stringValue)(p) }
 
 // List returns a flag.Value that sets *p from a comma list, trimming blanks and dropping empty items.
 func List(p *[]string) flag.Value { return (*listValue)(p) }
+
+// Map returns a flag.Value that sets *p from a comma list of key=value pairs ("orders=base64,logs=text"),
+// trimming blanks around keys and values and dropping empty items. A pair without "=", an empty key or a key
+// given twice is an error. In the YAML file the setting may also be a map of keys to values.
+func Map(p *map[string]string) flag.Value { return (*mapValue)(p) }
 
 // Bool returns a flag.Value that parses true or false (and the other strconv.ParseBool forms).
 func Bool(p *bool) flag.Value { return (*boolValue)(p) }
@@ -57,6 +64,40 @@ func (v *listValue) Set(s string) error {
 	*v = out
 	return nil
 }
+
+type mapValue map[string]string
+
+func (v *mapValue) String() string {
+	keys := slices.Sorted(maps.Keys(*v))
+	pairs := make([]string, len(keys))
+	for i, k := range keys {
+		pairs[i] = k + "=" + (*v)[k]
+	}
+	return strings.Join(pairs, ",")
+}
+
+func (v *mapValue) Set(s string) error {
+	out := map[string]string{}
+	for _, item := range strings.Split(s, ",") {
+		if item = strings.TrimSpace(item); item == "" {
+			continue
+		}
+		k, val, ok := strings.Cut(item, "=")
+		k, val = strings.TrimSpace(k), strings.TrimSpace(val)
+		if !ok || k == "" {
+			return fmt.Errorf("want key=value pairs, comma-separated, got %q", item)
+		}
+		if _, dup := out[k]; dup {
+			return fmt.Errorf("%q given more than once", k)
+		}
+		out[k] = val
+	}
+	*v = out
+	return nil
+}
+
+// acceptsMap marks a value whose YAML form may be a map (see scalar).
+func (v *mapValue) acceptsMap() {}
 
 type boolValue bool
 

@@ -5,6 +5,14 @@ import (
 	"unicode/utf8"
 )
 
+// DecodeUTF8 returns b as a client reads it from an event stream: valid UTF-8
+// unchanged, each maximal subpart of an ill-formed sequence replaced by one
+// U+FFFD, as the Parser and a browser decode the stream. A writer uses it to
+// know the exact text a client will see of bytes it writes (an event type from
+// a Kafka header, for example). It does not drop a byte order mark: only the
+// one at the very start of a stream is dropped, and the Parser does that.
+func DecodeUTF8(b []byte) string { return decodeUTF8(b) }
+
 // decodeUTF8 returns b decoded the way the WHATWG Encoding standard's "UTF-8
 // decode" does (without the BOM handling, which the Parser does once at the
 // start of the stream): valid UTF-8 is kept, and each maximal subpart of an

@@ -102,6 +102,9 @@ func TestDecodeUTF8(t *testing.T) {
 			if got := decodeUTF8([]byte(tc.in)); got != tc.want {
 				t.Errorf("decodeUTF8(%q) = %q, want %q", tc.in, got, tc.want)
 			}
+			if got := DecodeUTF8([]byte(tc.in)); got != tc.want {
+				t.Errorf("DecodeUTF8(%q) = %q, want %q", tc.in, got, tc.want)
+			}
 			if got := refDecode([]byte(tc.in)); got != tc.want {
 				t.Errorf("refDecode(%q) = %q, want %q", tc.in, got, tc.want)
 			}

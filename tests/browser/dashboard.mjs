@@ -3,7 +3,8 @@
 //   node dashboard.mjs URL COUNT [TIMEOUT_MS]
 //
 // Prints "open" on a line of its own once the EventSource is connected, then waits until the page has
-// received COUNT events and prints window.ssegate (opens, events, lastEventId) as one JSON line.
+// received COUNT events and prints window.ssegate (opens, events, lastEventId) and the text of the page's
+// data cells (shown) as one JSON line.
 // CHROMIUM names the browser binary (default /usr/bin/chromium); SCREENSHOT, if set, is where a PNG of
 // the page is written at the end.
 import { chromium } from "playwright-core";
@@ -33,7 +34,11 @@ try {
   if (process.env.SCREENSHOT) {
     await page.screenshot({ path: process.env.SCREENSHOT });
   }
-  console.log(JSON.stringify(await page.evaluate(() => window.ssegate)));
+  // What the page saw, and the text of its event table's data cells (newest first).
+  console.log(JSON.stringify(await page.evaluate(() => ({
+    ...window.ssegate,
+    shown: Array.from(document.querySelectorAll("#events td.data"), (td) => td.textContent),
+  }))));
 } finally {
   await browser.close();
 }

@@ -49,11 +49,16 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 		return nil, err
 	}
 	kopts = append(kopts, kgo.WithLogger(kafkaconn.Logger(log.With("component", "kafka"), kgo.LogLevelWarn)))
+	formats, err := cfg.valueFormats()
+	if err != nil {
+		return nil, err
+	}
 	f, err := feed.New(feed.Config{
 		Topics:           cfg.Topics,
 		RingBytes:        int(cfg.RingBytes),
 		MetadataInterval: cfg.MetadataInterval,
 		Prefill:          cfg.Prefill,
+		ValueFormats:     formats,
 		Logger:           log,
 	}, kopts...)
 	if err != nil {
@@ -82,7 +87,9 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 	}
 	for _, name := range f.Topics() {
 		a.stats[name] = new(stream.Stats)
-		a.streamTopics[name] = stream.NewTopic(f, name, a.replays, cfg.KeyPartitioner == "any")
+		st := stream.NewTopic(f, name, a.replays, cfg.KeyPartitioner == "any")
+		st.ValueFormat = formats[name]
+		a.streamTopics[name] = st
 	}
 	if a.telemetry, err = newTelemetry(f, a.stats, a.replays); err != nil {
 		a.streams.Close()

@@ -2,13 +2,17 @@ package app
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -79,6 +83,67 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 	// The topic was empty when the gateway started, so the page started at the empty position.
 	checkEvents(t, "v1:", evs, records)
+}
+
+// TestDashboardDecodesValues: binary values, values with a CR and text that looks like the marker reach
+// the dashboard base64-marked and decode in the page to the exact bytes Kafka holds; text values arrive as
+// they are. The page's table shows the decoded values.
+func TestDashboardDecodesValues(t *testing.T) {
+	browserTools(t)
+	topic := kafkatest.NewTopic(t, 1, nil)
+	g := startGateway(t, []string{topic}, nil) // value-format auto, the default
+	g.waitReady(t)
+
+	binary := make([]byte, 300)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range binary {
+		binary[i] = byte(rng.UintN(256))
+	}
+	binary[0], binary[1], binary[2] = 0, 0xff, '\r' // a NUL and bytes that are never UTF-8, whatever the seed
+	recs := []struct {
+		rec     *kgo.Record
+		encoded bool
+		shown   string // a substring of the table cell; empty means not checked
+	}{
+		{&kgo.Record{Key: []byte("k1"), Value: []byte(`{"seq":1}`)}, false, `{"seq":1}`},
+		{&kgo.Record{Key: []byte("k2"), Value: []byte("one\rtwo")}, true, `one\rtwo`},
+		{&kgo.Record{Key: []byte("k3"), Value: binary}, true, "00 ff 0d "},
+		{&kgo.Record{Key: []byte("k4"), Value: []byte("base64:aGk=")}, true, "base64:aGk="},
+		{&kgo.Record{Key: []byte("k5"), Value: []byte("caf\xe9 \x00")}, true, "63 61 66 e9 20 00"},
+		{&kgo.Record{Key: []byte("k6"), Value: []byte("first\nsecond\n")}, false, "first\nsecond\n"},
+		{&kgo.Record{Key: []byte("k7"), Value: []byte{}}, false, ""},
+		{&kgo.Record{Key: []byte("\x00\xffk8"), Value: nil}, true, "00 ff 6b"},
+		{&kgo.Record{Key: []byte("k9"), Value: []byte("a\r\nb"), Headers: []kgo.RecordHeader{{Key: "event", Value: []byte("order.paid")}}}, true, `a\r`},
+	}
+	page := openDashboard(t, g.url+"/", len(recs), 60*time.Second)
+	cl := kafkatest.Client(t, kgo.DefaultProduceTopic(topic))
+	for _, r := range recs {
+		kafkatest.Produce(t, cl, r.rec)
+	}
+
+	rep := page.fullReport(t)
+	if len(rep.Events) != len(recs) || len(rep.Shown) != len(recs) {
+		t.Fatalf("the page saw %d events and shows %d, want %d", len(rep.Events), len(rep.Shown), len(recs))
+	}
+	for i, r := range recs {
+		ev, want := rep.Events[i], r.rec.Value
+		if r.rec.Value == nil {
+			want = r.rec.Key
+		}
+		got, err := hex.DecodeString(ev.Value)
+		if err != nil {
+			t.Fatalf("event %d: value %q: %v", i, ev.Value, err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("event %d (type %s, data %.60q): the page decoded %q, Kafka holds %q", i, ev.Type, ev.Data, got, want)
+		}
+		if ev.Encoded != r.encoded || strings.HasPrefix(ev.Data, "base64:") != r.encoded {
+			t.Errorf("event %d: data %.60q, decoded as base64 %t; want base64 %t", i, ev.Data, ev.Encoded, r.encoded)
+		}
+		if cell := rep.Shown[len(recs)-1-i]; !strings.Contains(cell, r.shown) {
+			t.Errorf("event %d: the table shows %q, want it to contain %q", i, cell, r.shown)
+		}
+	}
 }
 
 // TestBrowserResumesAcrossRestart: the gateway is restarted under an open dashboard; the page's EventSource
@@ -165,22 +230,41 @@ func openDashboard(t *testing.T, url string, n int, timeout time.Duration) *dash
 	return &dashboardPage{lines: lines}
 }
 
+// pageEvent is an event as the dashboard saw it: Value is the record value (a tombstone's key) the page
+// decoded from the data, in hex, and Encoded says the data was base64-marked.
+type pageEvent struct {
+	Type, ID, Data, Value string
+	Encoded               bool
+}
+
+// pageReport is what the page driver reports: how often the EventSource opened, the events, and the text of
+// the event table's data cells, newest first.
+type pageReport struct {
+	Opens  int
+	Events []pageEvent
+	Shown  []string
+}
+
 // report returns how often the page's EventSource opened and the events it received.
 func (d *dashboardPage) report(t *testing.T) (opens int, evs []sse.Event) {
+	t.Helper()
+	r := d.fullReport(t)
+	evs = make([]sse.Event, len(r.Events))
+	for i, e := range r.Events {
+		evs[i] = sse.Event{Type: e.Type, ID: e.ID, Data: e.Data}
+	}
+	return r.Opens, evs
+}
+
+// fullReport waits for the page's report.
+func (d *dashboardPage) fullReport(t *testing.T) pageReport {
 	t.Helper()
 	if !d.lines.Scan() {
 		t.Fatalf("no report from the page: %v", d.lines.Err())
 	}
-	var seen struct {
-		Opens  int
-		Events []struct{ Type, ID, Data string }
-	}
-	if err := json.Unmarshal(d.lines.Bytes(), &seen); err != nil {
+	var r pageReport
+	if err := json.Unmarshal(d.lines.Bytes(), &r); err != nil {
 		t.Fatalf("page report: %v", err)
 	}
-	evs = make([]sse.Event, len(seen.Events))
-	for i, e := range seen.Events {
-		evs[i] = sse.Event{Type: e.Type, ID: e.ID, Data: e.Data}
-	}
-	return seen.Opens, evs
+	return r
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"regexp"
 	"runtime"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/ssegate/ssegate/pkg/kafkaconn"
 	"github.com/ssegate/ssegate/pkg/settings"
+	"github.com/ssegate/ssegate/services/gateway/internal/feed"
 )
 
 // Config is the gateway's configuration. Every field can be set by a flag (--name), an environment variable
@@ -58,6 +60,12 @@ type Config struct {
 	// ReplayReaders bounds the Kafka readers that serve resumes from positions the ring no longer holds;
 	// connections wait for one (with heartbeats). Default 4.
 	ReplayReaders int
+	// ValueFormat is how record values are written into frames, for topics without their own in
+	// TopicValueFormats: "auto" (safe text as it is, any other value base64 after a "base64:" prefix),
+	// "base64" (every value) or "text" (as it is, lossy for CR and bytes that are not UTF-8). Default auto.
+	ValueFormat string
+	// TopicValueFormats maps served topics to their own value format, overriding ValueFormat. Default none.
+	TopicValueFormats map[string]string
 	// DemoTopic is the topic the dashboard at / shows. Default: the first topic.
 	DemoTopic string
 	// LogLevel is the lowest level logged: debug, info, warn or error. Default info.
@@ -78,6 +86,7 @@ func defaults() Config {
 		Prefill:          10000,
 		KeyPartitioner:   "murmur2",
 		ReplayReaders:    4,
+		ValueFormat:      "auto",
 		LogLevel:         slog.LevelInfo,
 	}
 }
@@ -100,6 +109,8 @@ func settingsOf(c *Config) []settings.Setting {
 		s("prefill", "latest records per partition read into the ring at start; 0 means none", settings.Int64(&c.Prefill)),
 		s("key-partitioner", "how producers place keys: murmur2 (Kafka's default) or any", settings.String(&c.KeyPartitioner)),
 		s("replay-readers", "Kafka readers serving resumes the ring cannot serve, at most at once", settings.Int(&c.ReplayReaders)),
+		s("value-format", "how values are written into frames: auto (text as it is, other values base64), base64 or text (as it is, lossy)", settings.String(&c.ValueFormat)),
+		s("topic-value-format", "per-topic value formats overriding value-format, comma-separated topic=format pairs (orders=base64,logs=text)", settings.Map(&c.TopicValueFormats)),
 		s("demo-topic", "topic shown by the dashboard at / (default: the first topic)", settings.String(&c.DemoTopic)),
 		s("log-level", "lowest level logged: debug, info, warn, error", settings.Level(&c.LogLevel)),
 	}
@@ -169,5 +180,39 @@ func (c Config) Validate() error {
 			return fmt.Errorf("invalid setting %s (%s): must be %s", ch.name, settings.EnvName("SSEGATE_", ch.name), ch.want)
 		}
 	}
+	if !validFormat(c.ValueFormat) {
+		return fmt.Errorf("invalid setting value-format (SSEGATE_VALUE_FORMAT): must be text, base64 or auto, got %q", c.ValueFormat)
+	}
+	for _, topic := range slices.Sorted(maps.Keys(c.TopicValueFormats)) {
+		const setting = "invalid setting topic-value-format (SSEGATE_TOPIC_VALUE_FORMAT)"
+		if !slices.Contains(c.Topics, topic) {
+			return fmt.Errorf("%s: %q is not one of the served topics", setting, topic)
+		}
+		if f := c.TopicValueFormats[topic]; !validFormat(f) {
+			return fmt.Errorf("%s: topic %s: must be text, base64 or auto, got %q", setting, topic, f)
+		}
+	}
 	return nil
+}
+
+func validFormat(name string) bool {
+	_, err := feed.ParseValueFormat(name)
+	return err == nil
+}
+
+// valueFormats returns the value format of every served topic: its own, else the value-format setting.
+func (c Config) valueFormats() (map[string]feed.ValueFormat, error) {
+	out := make(map[string]feed.ValueFormat, len(c.Topics))
+	for _, topic := range c.Topics {
+		name := c.ValueFormat
+		if f, ok := c.TopicValueFormats[topic]; ok {
+			name = f
+		}
+		vf, err := feed.ParseValueFormat(name)
+		if err != nil {
+			return nil, fmt.Errorf("value format of topic %s: %w", topic, err)
+		}
+		out[topic] = vf
+	}
+	return out, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ssegate/ssegate/services/gateway/internal/feed"
 )
 
 // configEnv turns a map into the getenv func Load takes; a missing name reads as "".
@@ -77,6 +80,7 @@ func TestLoadDefaults(t *testing.T) {
 	want.Prefill = 10000
 	want.KeyPartitioner = "murmur2"
 	want.ReplayReaders = 4
+	want.ValueFormat = "auto"
 	want.DemoTopic = "orders"
 	want.LogLevel = slog.LevelInfo
 	if !reflect.DeepEqual(got, want) {
@@ -128,6 +132,7 @@ func TestLoadSources(t *testing.T) {
 				"--kafka-brokers=f1:1,f2:2", "--topics=a,b", "--listen=:9999", "--ring-bytes=1GiB",
 				"--heartbeat=0", "--retry=1500ms", "--write-timeout=2s", "--writers=0", "--write-linger=2ms", "--drain=0", "--metadata-interval=1m",
 				"--demo-topic=b", "--log-level=debug", "--kafka-client-id=gw", "--kafka-tls",
+				"--value-format=base64", "--topic-value-format=a=text",
 				"--kafka-tls-ca-file=/ca.pem", "--kafka-tls-cert-file=/c.pem", "--kafka-tls-key-file=/k.pem",
 				"--kafka-tls-server-name=kafka.local", "--kafka-tls-insecure-skip-verify=true",
 				"--kafka-sasl-mechanism=SCRAM-SHA-512", "--kafka-sasl-username=u", "--kafka-sasl-password=p",
@@ -146,6 +151,8 @@ func TestLoadSources(t *testing.T) {
 				c.Drain = 0
 				c.MetadataInterval = time.Minute
 				c.DemoTopic = "b"
+				c.ValueFormat = "base64"
+				c.TopicValueFormats = map[string]string{"a": "text"}
 				c.LogLevel = slog.LevelDebug
 				c.Kafka.ClientID = "gw"
 				c.Kafka.TLS.Enabled = true
@@ -167,7 +174,8 @@ func TestLoadSources(t *testing.T) {
 				"SSEGATE_RING_BYTES": "65536", "SSEGATE_HEARTBEAT": "250ms", "SSEGATE_DRAIN": "1m30s",
 				"SSEGATE_LOG_LEVEL": "WARN", "SSEGATE_KAFKA_TLS": "true", "SSEGATE_DEMO_TOPIC": "orders",
 				"SSEGATE_KAFKA_SASL_MECHANISM": "PLAIN", "SSEGATE_KAFKA_SASL_USERNAME": "u",
-				"SSEGATE_KAFKA_SASL_PASSWORD": "pw",
+				"SSEGATE_KAFKA_SASL_PASSWORD": "pw", "SSEGATE_VALUE_FORMAT": "text",
+				"SSEGATE_TOPIC_VALUE_FORMAT": " orders = base64 ",
 			}),
 			want: func(c *Config) {
 				c.RingBytes = 65536
@@ -176,7 +184,25 @@ func TestLoadSources(t *testing.T) {
 				c.LogLevel = slog.LevelWarn
 				c.Kafka.TLS.Enabled = true
 				c.Kafka.SASL.Mechanism, c.Kafka.SASL.Username, c.Kafka.SASL.Password = "PLAIN", "u", "pw"
+				c.ValueFormat = "text"
+				c.TopicValueFormats = map[string]string{"orders": "base64"}
 			},
+		},
+		{
+			name: "YAML map of topic value formats",
+			env:  map[string]string{"KAFKA_BROKERS": "k:9092"},
+			yaml: "topics: [orders, logs, raw]\nvalue-format: base64\ntopic-value-format:\n  logs: text\n  raw: auto\n",
+			want: func(c *Config) {
+				c.Topics = []string{"orders", "logs", "raw"}
+				c.ValueFormat = "base64"
+				c.TopicValueFormats = map[string]string{"logs": "text", "raw": "auto"}
+			},
+		},
+		{
+			name: "YAML list of topic value formats",
+			env:  minimalEnv,
+			yaml: "topic-value-format: [orders=text]\n",
+			want: func(c *Config) { c.TopicValueFormats = map[string]string{"orders": "text"} },
 		},
 		{
 			name: "YAML lists, numbers, booleans and strings",
@@ -434,6 +460,16 @@ func TestLoadInvalid(t *testing.T) {
 		{name: "missing config file", args: []string{"--config=/nonexistent/gateway.yaml"}, env: minimalEnv, want: []string{"config file"}},
 		{name: "positional argument", args: []string{"--listen=:1", "serve"}, env: minimalEnv, want: []string{"unexpected argument", `"serve"`}},
 		{name: "unknown flag", args: []string{"--nope=1"}, env: minimalEnv, want: []string{"nope"}},
+		{name: "value-format unknown", args: []string{"--value-format=b64"}, env: minimalEnv, want: []string{"value-format", "SSEGATE_VALUE_FORMAT", `"b64"`, "text, base64 or auto"}},
+		{name: "value-format in upper case", env: withEnv(map[string]string{"SSEGATE_VALUE_FORMAT": "BASE64"}), want: []string{"value-format", `"BASE64"`}},
+		{name: "value-format empty in file", env: minimalEnv, yaml: "value-format: \"\"\n", want: []string{"value-format", `""`}},
+		{name: "topic-value-format unknown format", args: []string{"--topic-value-format=orders=hex"}, env: minimalEnv, want: []string{"topic-value-format", "SSEGATE_TOPIC_VALUE_FORMAT", "orders", `"hex"`}},
+		{name: "topic-value-format empty format", env: withEnv(map[string]string{"SSEGATE_TOPIC_VALUE_FORMAT": "orders="}), want: []string{"topic-value-format", "orders", `got ""`}},
+		{name: "topic-value-format topic not served", args: []string{"--topic-value-format=payments=text"}, env: minimalEnv, want: []string{"topic-value-format", `"payments"`, "not one of the served topics"}},
+		{name: "topic-value-format not a pair", args: []string{"--topic-value-format=base64"}, env: minimalEnv, want: []string{"topic-value-format", `"base64"`}},
+		{name: "topic-value-format pair not a pair in env", env: withEnv(map[string]string{"SSEGATE_TOPIC_VALUE_FORMAT": "orders:text"}), want: []string{"topic-value-format", "SSEGATE_TOPIC_VALUE_FORMAT", `"orders:text"`}},
+		{name: "topic-value-format topic twice", args: []string{"--topic-value-format=orders=text,orders=auto"}, env: minimalEnv, want: []string{"topic-value-format", "more than once"}},
+		{name: "topic-value-format bad format in YAML map", env: minimalEnv, yaml: "topic-value-format:\n  orders: Text\n", want: []string{"topic-value-format", "orders", `"Text"`}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -499,6 +535,10 @@ func TestValidateNamesSetting(t *testing.T) {
 		{"retry below 1ms", func(c *Config) { c.Retry = time.Millisecond - 1 }, "retry"},
 		{"write-timeout negative", func(c *Config) { c.WriteTimeout = -time.Second }, "write-timeout"},
 		{"topic .", func(c *Config) { c.Topics = []string{"."}; c.DemoTopic = "." }, "topics"},
+		{"value-format text is fine", func(c *Config) { c.ValueFormat = "text" }, ""},
+		{"value-format empty", func(c *Config) { c.ValueFormat = "" }, "value-format"},
+		{"topic-value-format is fine", func(c *Config) { c.TopicValueFormats = map[string]string{"orders": "base64"} }, ""},
+		{"topic-value-format of an unserved topic", func(c *Config) { c.TopicValueFormats = map[string]string{"x": "text"} }, "topic-value-format"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -549,5 +589,23 @@ func TestLoadPasswordGroup(t *testing.T) {
 				t.Fatalf("password = %q, %v; want %q", c.Kafka.SASL.Password, err, tc.want)
 			}
 		})
+	}
+}
+
+// TestValueFormats: a topic's own format wins over value-format, which every other topic gets.
+func TestValueFormats(t *testing.T) {
+	c := defaults()
+	c.Kafka.Brokers = []string{"k:9092"}
+	c.Topics = []string{"orders", "logs", "raw"}
+	c.DemoTopic = "orders"
+	c.ValueFormat = "base64"
+	c.TopicValueFormats = map[string]string{"logs": "text", "raw": "auto"}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.valueFormats()
+	want := map[string]feed.ValueFormat{"orders": feed.ValueBase64, "logs": feed.ValueText, "raw": feed.ValueAuto}
+	if err != nil || !maps.Equal(got, want) {
+		t.Fatalf("valueFormats = %v, %v; want %v", got, err, want)
 	}
 }

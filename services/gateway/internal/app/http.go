@@ -89,7 +89,8 @@ func (a *App) handleDashboard(c *gin.Context) {
 	c.Header("Content-Type", "text/html; charset=utf-8")
 	c.Header("Cache-Control", "no-cache")
 	c.Status(http.StatusOK)
-	if err := dashboardTmpl.Execute(c.Writer, struct{ Topic string }{a.cfg.DemoTopic}); err != nil {
+	page := struct{ Topic, ValueFormat string }{a.cfg.DemoTopic, a.streamTopics[a.cfg.DemoTopic].ValueFormat.String()}
+	if err := dashboardTmpl.Execute(c.Writer, page); err != nil {
 		a.log.Warn("dashboard render failed", "err", err)
 	}
 }

@@ -29,6 +29,9 @@ type Config struct {
 	// that clients reconnecting right after a deploy are served from memory; the ring's byte bound still
 	// applies. Zero means none.
 	Prefill int64
+	// ValueFormats are the topics' value formats, how values are written into frames (see ValueFormat). A
+	// topic not in it, and every topic when it is nil, gets ValueAuto.
+	ValueFormats map[string]ValueFormat
 	// Logger receives the feed's logs. Nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -66,6 +69,7 @@ type Topic struct {
 	refreshed *atomic.Bool  // the feed's: a metadata refresh has succeeded
 	gen       atomic.Uint64 // bumped when partitions are added, or the topic is created again, after it was first served
 	appeared  chan struct{} // closed once the topic exists
+	vf        ValueFormat   // how values are written into frames
 
 	mu     sync.Mutex
 	kid    [16]byte       // the topic's id in Kafka when its partitions were assigned
@@ -129,7 +133,7 @@ func NewWith(cfg Config, kc Cluster) (*Feed, error) {
 			return nil, fmt.Errorf("feed: %w", err)
 		}
 		f.topics[name] = &Topic{
-			name: name, ring: r, refreshed: &f.refreshed, appeared: make(chan struct{}),
+			name: name, ring: r, vf: cfg.ValueFormats[name], refreshed: &f.refreshed, appeared: make(chan struct{}),
 			parts: make(map[int32]*partition), atEnd: map[int32]bool{},
 		}
 		f.names = append(f.names, name)
@@ -201,7 +205,7 @@ func (t *Topic) publish(fs []Fetched) {
 		for _, rec := range fp.Records {
 			t.pos.Set(rec.Partition, rec.Offset)
 			t.id, _ = t.pos.AppendText(t.id[:0])
-			t.batch.Add(AppendFrame(t.batch.Buf(), t.id, rec), rec.Partition, rec.Offset, rec.Key)
+			t.batch.Add(AppendFrame(t.batch.Buf(), t.id, rec, t.vf), rec.Partition, rec.Offset, rec.Key)
 		}
 		if fp.Next > ps.next.Load() {
 			ps.next.Store(fp.Next)

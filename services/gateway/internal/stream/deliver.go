@@ -149,11 +149,5 @@ func frameType(rest []byte) string {
 
 // recordType returns the event type the frame of rec has.
 func recordType(rec *kgo.Record) string {
-	if rec.Value == nil {
-		return feed.DeleteEvent
-	}
-	if t := feed.EventType(rec.Headers); len(t) > 0 {
-		return string(t)
-	}
-	return "message"
+	return feed.RecordType(rec)
 }

@@ -91,6 +91,13 @@ func ParseParams(q url.Values, h http.Header, defaultHeartbeat time.Duration) (P
 				return p, &ParamError{Param: "from", Msg: fmt.Sprintf(
 					"want latest, earliest or an RFC 3339 time such as 2026-01-02T15:04:05Z, got %q", v)}
 			}
+			// Kafka looks offsets up by milliseconds since the epoch, and negative ones are not times there
+			// but special requests: 1969-12-31T23:59:59.999Z is -1, the end of the partition, and .998 is
+			// -2, its start. So every time before the epoch is refused, not passed on.
+			if t.Before(time.Unix(0, 0)) {
+				return p, &ParamError{Param: "from", Msg: fmt.Sprintf(
+					"want a time at or after 1970-01-01T00:00:00Z (Kafka timestamps start there), got %q", v)}
+			}
 			p.From, p.FromTime = "time", t
 		}
 	}

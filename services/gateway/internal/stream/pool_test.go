@@ -310,9 +310,8 @@ func TestPoolBehind(t *testing.T) {
 	if rest, err := io.ReadAll(c.br); err != nil {
 		t.Fatalf("reading to the end: %q, %v", rest, err)
 	}
-	if got := ps.st.Closed[ReasonBehind].Load(); got != 1 {
-		t.Errorf("Closed[behind] = %d, want 1", got)
-	}
+	// The stream closes its connection before it counts the close, so the count may come just after EOF.
+	waitUntil(t, "the stream counted as closed behind", func() bool { return ps.st.Closed[ReasonBehind].Load() == 1 })
 }
 
 // TestPoolKeepsOthersOnHandlerPath: HTTP/2 streams and TLS connections are not taken over; they stream as

@@ -37,6 +37,9 @@ type Topic struct {
 	// key-filtered stream reads, and lists in its ids, only the partitions Kafka's default partitioner
 	// (murmur2) puts its keys in.
 	KeysAnyPartition bool
+	// ValueFormat is how the topic's values are written into frames read back from Kafka; it must be the
+	// feed's, so that those frames are the bytes the ring's were. The zero value is feed.ValueAuto.
+	ValueFormat feed.ValueFormat
 	// Feed is the feed's view of the topic: whether it exists yet, and its partitions' generation. Nil means
 	// the topic exists and its partitions never change.
 	Feed *feed.Topic
@@ -513,7 +516,7 @@ func (c *conn) replay(ctx context.Context, t *Topic, p Params, ranges []replay.R
 			return nil
 		}
 		c.idBuf, _ = c.pos.AppendText(c.idBuf[:0])
-		c.buf = feed.AppendFrame(c.buf, c.idBuf, rec)
+		c.buf = feed.AppendFrame(c.buf, c.idBuf, rec, t.ValueFormat)
 		c.frames++
 		c.stats.Frames.Add(1)
 		if len(c.buf) >= slowFlushBytes {

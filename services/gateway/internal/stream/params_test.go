@@ -1,0 +1,68 @@
+package stream
+
+import (
+	"errors"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestParseParamsFrom: the from parameter takes latest, earliest or an RFC 3339 time at or after the epoch;
+// a time before it would reach Kafka as one of its special negative timestamps (-1 latest, -2 earliest), so it
+// is a 400 naming from.
+func TestParseParamsFrom(t *testing.T) {
+	tests := []struct {
+		name     string
+		query    string
+		wantFrom string
+		wantTime time.Time
+		wantErr  string // a substring of the error; empty means no error
+	}{
+		{name: "default", query: "", wantFrom: FromLatest},
+		{name: "latest", query: "from=latest", wantFrom: FromLatest},
+		{name: "earliest", query: "from=earliest", wantFrom: FromEarliest},
+		{name: "time", query: "from=2026-01-02T15:04:05Z", wantFrom: "time", wantTime: time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC)},
+		{
+			name: "time with fraction and zone", query: "from=2026-01-02T16:04:05.25%2B01:00",
+			wantFrom: "time", wantTime: time.Date(2026, 1, 2, 15, 4, 5, 250e6, time.UTC),
+		},
+		{name: "the epoch itself", query: "from=1970-01-01T00:00:00Z", wantFrom: "time", wantTime: time.Unix(0, 0)},
+		{name: "the epoch in another zone", query: "from=1970-01-01T01:00:00%2B01:00", wantFrom: "time", wantTime: time.Unix(0, 0)},
+		{name: "one second before the epoch", query: "from=1969-12-31T23:59:59Z", wantErr: "1970-01-01T00:00:00Z"},
+		{name: "-1 ms, Kafka's latest", query: "from=1969-12-31T23:59:59.999Z", wantErr: "1970-01-01T00:00:00Z"},
+		{name: "-2 ms, Kafka's earliest", query: "from=1969-12-31T23:59:59.998Z", wantErr: "1970-01-01T00:00:00Z"},
+		{name: "rounds to -1 ms", query: "from=1969-12-31T23:59:59.9995Z", wantErr: "1970-01-01T00:00:00Z"},
+		{name: "before the epoch by a zone", query: "from=1970-01-01T00:30:00%2B01:00", wantErr: "1970-01-01T00:00:00Z"},
+		{name: "year one", query: "from=0001-01-01T00:00:00Z", wantErr: "1970-01-01T00:00:00Z"},
+		{name: "not a time", query: "from=yesterday", wantErr: "RFC 3339"},
+		{name: "no zone", query: "from=2026-01-02T15:04:05", wantErr: "RFC 3339"},
+		{name: "empty", query: "from=", wantErr: "RFC 3339"},
+		{name: "given twice", query: "from=latest&from=earliest", wantErr: "given more than once"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			q, err := url.ParseQuery(tc.query)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := ParseParams(q, nil, time.Second)
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatalf("ParseParams(%q): %v", tc.query, err)
+				}
+				if p.From != tc.wantFrom || !p.FromTime.Equal(tc.wantTime) {
+					t.Fatalf("ParseParams(%q) = from %q time %v, want %q %v", tc.query, p.From, p.FromTime, tc.wantFrom, tc.wantTime)
+				}
+				return
+			}
+			var pe *ParamError
+			if !errors.As(err, &pe) || pe.Param != "from" {
+				t.Fatalf("ParseParams(%q) = %+v, %v; want a *ParamError for from", tc.query, p, err)
+			}
+			if !strings.Contains(err.Error(), `"from"`) || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("error %q does not name from or lacks %q", err, tc.wantErr)
+			}
+		})
+	}
+}
