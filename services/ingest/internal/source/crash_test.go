@@ -95,7 +95,7 @@ func TestBackpressureBoundsMemory(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		s.read(ctx, resp.Body, items, cancel)
+		s.read(ctx, resp.Body, items, "", cancel)
 	}()
 	checkFor(t, 10*time.Second, "the buffer to fill", func() bool { return len(items) == cap(items) })
 	// Once stalled, the bytes read stay put: poll until two readings 200ms apart agree.

@@ -230,8 +230,8 @@ func (s *Source) follow(ctx context.Context, p *txn.Producer, cp txn.Checkpoint,
 	for {
 		o := s.session(ctx, p, lastID)
 		lastID = o.lastID
-		if o.retry > 0 {
-			bo.retry = o.retry
+		if o.hasRetry {
+			bo.retry, bo.hasRetry = o.retry, true
 		}
 		if o.events > 0 {
 			bo.reset()
@@ -279,13 +279,14 @@ type outcome struct {
 	reason     Reason
 	err        error
 	lastID     string        // the last committed id after the connection
-	events     int           // events read on the connection
-	retry      time.Duration // the server's last retry: value; zero means none
+	events     int           // events and id-only blocks read on the connection
+	retry      time.Duration // the server's last retry: value, valid when hasRetry
+	hasRetry   bool          // the server sent a valid retry: field (0 ms is one)
 	retryAfter time.Duration // the Retry-After of a 429 or 5xx; zero means none
 }
 
 // item is what the reader hands the batching loop: a record to produce (nil for an event that writes
-// nothing, such as a filtered one) and the stream's last event id after it.
+// nothing, such as a filtered one or an id-only block) and the stream's last event id after it.
 type item struct {
 	rec *kgo.Record
 	id  string
@@ -312,12 +313,12 @@ func (s *Source) session(ctx context.Context, p *txn.Producer, lastID string) ou
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		defer close(items)
-		rd = s.read(connCtx, resp.Body, items, cancel)
+		rd = s.read(connCtx, resp.Body, items, lastID, cancel)
 	})
 	o = s.batch(ctx, p, items, lastID)
 	cancel()
 	wg.Wait()
-	o.events, o.retry = rd.events, rd.retry
+	o.events, o.retry, o.hasRetry = rd.events, rd.retry, rd.hasRetry
 	// batch reports only its own endings (Kafka, shutdown); otherwise the reader's says why the
 	// connection ended.
 	if o.reason != ReasonKafka && o.reason != ReasonShutdown {
@@ -328,18 +329,29 @@ func (s *Source) session(ctx context.Context, p *txn.Producer, lastID string) ou
 
 // read parses the body and sends one item per event until the body ends or ctx is canceled. Blocking on
 // a full channel stops the reading of the body, which is the backpressure on the server.
-func (s *Source) read(ctx context.Context, body io.Reader, items chan<- item, cancel context.CancelFunc) outcome {
+//
+// lastID is the id the connection asked for with Last-Event-ID. The parser starts from it: the WHATWG
+// last event id belongs to the event source and outlives a connection, so an event without an id on
+// this connection carries it, as in a browser, and the checkpoint never falls back to empty (which would
+// make the next connection ask for the whole stream again). Id-only blocks come back as items without a
+// record, so the id they set reaches the checkpoint.
+func (s *Source) read(ctx context.Context, body io.Reader, items chan<- item, lastID string, cancel context.CancelFunc) outcome {
 	ir := newIdleReader(body, s.opt.IdleTimeout, &s.stats.Bytes, cancel)
 	defer ir.stop()
-	p := sse.NewParser(ir, sse.WithMaxEventBytes(s.opt.MaxEventBytes), sse.WithMaxLineBytes(s.opt.MaxLineBytes))
+	p := sse.NewParser(ir, sse.WithMaxEventBytes(s.opt.MaxEventBytes), sse.WithMaxLineBytes(s.opt.MaxLineBytes),
+		sse.WithLastEventID(lastID), sse.WithIDOnlyBlocks())
 	var o outcome
 	for {
 		ev, err := p.Next()
 		if d, ok := p.Retry(); ok {
-			o.retry = d
+			o.retry, o.hasRetry = d, true
 		}
 		var it item
 		switch {
+		case err == nil && ev.IDOnly():
+			// No record, but the position moved: committed like a filtered event.
+			o.events++
+			it.id = ev.ID
 		case err == nil:
 			s.stats.Events.Add(1)
 			o.events++
