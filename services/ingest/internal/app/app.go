@@ -90,19 +90,20 @@ func NewWithOptions(cfg Config, log *slog.Logger, o Options) (*App, error) {
 		}
 	}
 	opt := source.Options{
-		Kafka:              kopts,
-		CheckpointTopic:    cfg.CheckpointTopic,
-		DeadLetterTopic:    cfg.DeadLetterTopic,
-		CommitInterval:     cfg.CommitInterval,
-		CommitEvents:       cfg.CommitEvents,
-		BufferEvents:       cfg.BufferEvents,
-		MaxEventBytes:      int(cfg.MaxEventBytes),
-		MaxLineBytes:       int(cfg.MaxLineBytes),
-		IdleTimeout:        cfg.IdleTimeout,
-		BackoffMin:         cfg.BackoffMin,
-		BackoffMax:         cfg.BackoffMax,
-		TransactionTimeout: cfg.TransactionTimeout,
-		Logger:             log,
+		Kafka:                 kopts,
+		CheckpointTopic:       cfg.CheckpointTopic,
+		DeadLetterTopic:       cfg.DeadLetterTopic,
+		CreateDeadLetterTopic: cfg.topicCreation(),
+		CommitInterval:        cfg.CommitInterval,
+		CommitEvents:          cfg.CommitEvents,
+		BufferEvents:          cfg.BufferEvents,
+		MaxEventBytes:         int(cfg.MaxEventBytes),
+		MaxLineBytes:          int(cfg.MaxLineBytes),
+		IdleTimeout:           cfg.IdleTimeout,
+		BackoffMin:            cfg.BackoffMin,
+		BackoffMax:            cfg.BackoffMax,
+		TransactionTimeout:    cfg.TransactionTimeout,
+		Logger:                log,
 	}
 	if o.Source != nil {
 		o.Source(&opt)

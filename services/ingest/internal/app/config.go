@@ -33,6 +33,16 @@ type Config struct {
 	// DeadLetterTopic receives a record per oversized event. Empty (the default) drops them and counts
 	// them in a metric.
 	DeadLetterTopic string
+	// CreateTopics creates a destination topic (and the dead-letter topic) that does not exist, instead of
+	// reporting it missing. Default false. A source may override it (and the two settings below) with the
+	// keys of the same names.
+	CreateTopics bool
+	// CreateTopicsPartitions is the partition count of a created topic. Default 0, the broker's default
+	// (num.partitions).
+	CreateTopicsPartitions int
+	// CreateTopicsReplicationFactor is the replication factor of a created topic. Default 0, the broker's
+	// default (default.replication.factor).
+	CreateTopicsReplicationFactor int
 	// CommitInterval is the longest a transaction stays open. Default 100ms.
 	CommitInterval time.Duration
 	// CommitEvents commits once a transaction holds this many events. Default 1000.
@@ -119,6 +129,10 @@ func settingsOf(c *Config) []settings.Setting {
 		s("listen", "HTTP listen address of /healthz, /readyz, /metrics and /sources", settings.String(&c.Listen)),
 		s("checkpoint-topic", "compacted topic of checkpoints (created if missing)", settings.String(&c.CheckpointTopic)),
 		s("dead-letter-topic", "topic for oversized events; empty drops them", settings.String(&c.DeadLetterTopic)),
+		s("create-topics", "create a missing destination or dead-letter topic (per source too)", settings.Bool(&c.CreateTopics)),
+		s("create-topics-partitions", "partitions of a created topic; 0 means the broker's default", settings.Int(&c.CreateTopicsPartitions)),
+		s("create-topics-replication-factor", "replication factor of a created topic; 0 means the broker's default",
+			settings.Int(&c.CreateTopicsReplicationFactor)),
 		s("commit-interval", "longest a Kafka transaction stays open", settings.Duration(&c.CommitInterval)),
 		s("commit-events", "commit once a transaction holds this many events", settings.Int(&c.CommitEvents)),
 		s("buffer-events", "parsed events waiting for Kafka per source before reading stops", settings.Int(&c.BufferEvents)),
@@ -167,7 +181,7 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 		return c, err
 	}
 	if raw, ok := file["sources"]; ok {
-		specs, err := parseSources(raw, getenv)
+		specs, err := parseSources(raw, c.topicCreation(), getenv)
 		if err != nil {
 			return c, err
 		}
@@ -181,10 +195,27 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 		if err != nil {
 			return c, err
 		}
+		spec.CreateTopic = c.topicCreation()
 		c.Sources = []source.Spec{spec}
 	}
 	return c, c.Validate()
 }
+
+// topicCreation returns the global create-topics settings, which sources may override.
+func (c *Config) topicCreation() source.TopicCreation {
+	return source.TopicCreation{
+		Enabled:           c.CreateTopics,
+		Partitions:        int32(min(max(c.CreateTopicsPartitions, 0), maxPartitions)),               //nolint:gosec // clamped
+		ReplicationFactor: int16(min(max(c.CreateTopicsReplicationFactor, 0), maxReplicationFactor)), //nolint:gosec // clamped
+	}
+}
+
+// maxPartitions and maxReplicationFactor bound the create-topics numbers to what Kafka's CreateTopics
+// request can carry.
+const (
+	maxPartitions        = 1<<31 - 1
+	maxReplicationFactor = 1<<15 - 1
+)
 
 // topicName is what Kafka accepts as a topic name.
 var topicName = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,249}$`)
@@ -215,6 +246,11 @@ func (c Config) Validate() error {
 	}{
 		{"checkpoint-topic", !validTopic(c.CheckpointTopic), "a valid Kafka topic name"},
 		{"dead-letter-topic", c.DeadLetterTopic != "" && !validTopic(c.DeadLetterTopic), "empty or a valid Kafka topic name"},
+		{"create-topics-partitions", c.CreateTopicsPartitions < 0 || c.CreateTopicsPartitions > maxPartitions, "zero (the broker's default) or positive"},
+		{
+			"create-topics-replication-factor", c.CreateTopicsReplicationFactor < 0 || c.CreateTopicsReplicationFactor > maxReplicationFactor,
+			"zero (the broker's default) or positive, at most 32767",
+		},
 		{"commit-interval", c.CommitInterval < time.Millisecond, "at least 1ms"},
 		{"commit-events", c.CommitEvents < 1, "at least 1"},
 		{"buffer-events", c.BufferEvents < 1, "at least 1"},

@@ -1,7 +1,9 @@
 // Package source follows one external Server-Sent Events stream and writes its events to Kafka exactly
 // once, through package txn.
 //
-// A Source loops: open a transactional producer (fencing earlier ones, reading the committed checkpoint),
+// A Source loops: check that the topics it writes to exist (creating them when its TopicCreation allows;
+// otherwise it reports StateTopicMissing and checks again with a growing backoff, without connecting), open
+// a transactional producer (fencing earlier ones, reading the committed checkpoint),
 // then connect with Last-Event-ID set to the checkpoint's id (on the first request too, unlike a browser),
 // parse the body with pkg/sse, filter by event type, map each event to a record (key rule, format) and
 // commit the records with the stream's last event id every CommitInterval or CommitEvents. Every failure

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/ssegate/ssegate/pkg/sse"
@@ -30,6 +31,9 @@ type Options struct {
 	// DeadLetterTopic receives a record for each oversized event. Empty means oversized events are
 	// dropped and only counted.
 	DeadLetterTopic string
+	// CreateDeadLetterTopic says whether and how DeadLetterTopic is created when it does not exist. The
+	// zero value means it is not.
+	CreateDeadLetterTopic TopicCreation
 	// CommitInterval is the longest a transaction stays open once it holds something. Default 100ms.
 	CommitInterval time.Duration
 	// CommitEvents commits a transaction once it holds this many events. Default 1000.
@@ -109,6 +113,9 @@ const (
 	StateStreaming  = "streaming"  // events are flowing
 	StateBackoff    = "backoff"    // waiting before reconnecting
 	StateStopped    = "stopped"    // Run returned
+	// StateTopicMissing: a topic the source writes to does not exist and was not created (see
+	// TopicMissingError); the source waits with a growing backoff and checks again, without connecting.
+	StateTopicMissing = "topic-missing"
 )
 
 // Status is a snapshot of a source for GET /sources.
@@ -183,41 +190,64 @@ func (s *Source) report(r Reason, err error) {
 // Run follows the source until ctx ends (it then returns nil) or the server answers 204 (ErrNoContent).
 // Every other failure is retried: a connection failure by reconnecting from the last committed id, a
 // Kafka failure by building a new transactional producer, which fences the old one and reads the
-// committed checkpoint again.
+// committed checkpoint again. Each start first checks that the topics the source writes to exist
+// (creating them if allowed); while one is missing the source does not connect, reports
+// StateTopicMissing and checks again with a growing backoff.
 func (s *Source) Run(ctx context.Context) error {
 	defer s.setState(StateStopped)
 	bo := &backoff{min: s.opt.BackoffMin, max: s.opt.BackoffMax}
 	for {
 		s.setState(StateStarting)
-		p, cp, err := txn.Open(ctx, txn.Config{
-			TransactionalID:    s.opt.TransactionalIDPrefix + s.spec.Name,
-			CheckpointTopic:    s.opt.CheckpointTopic,
-			Key:                s.spec.Name,
-			TransactionTimeout: s.opt.TransactionTimeout,
-			Opts:               s.opt.Kafka,
-		})
-		if err == nil {
-			if cp.Found {
-				s.setCommitted(cp.ID)
-			}
-			err = s.follow(ctx, p, cp, bo)
-			p.Close()
-			if errors.Is(err, ErrNoContent) {
-				return err
-			}
+		err := s.start(ctx, bo)
+		if errors.Is(err, ErrNoContent) {
+			return err
 		}
 		if ctx.Err() != nil {
 			return nil
 		}
-		s.stats.Reconnects[ReasonKafka].Add(1)
-		s.report(ReasonKafka, err)
+		var missing *TopicMissingError
+		if !errors.As(err, &missing) && errors.Is(err, kerr.UnknownTopicOrPartition) {
+			// A topic went away while the source ran: say which one (or create it again, if allowed).
+			if terr := s.ensureTopics(ctx); terr != nil {
+				err = terr
+			}
+		}
+		reason, state, msg := ReasonKafka, StateBackoff, "kafka failed; starting over from the committed checkpoint"
+		if errors.As(err, &missing) {
+			reason, state, msg = ReasonTopicMissing, StateTopicMissing, "a topic the source writes to is missing; checking again"
+		}
+		s.stats.Reconnects[reason].Add(1)
+		s.report(reason, err)
 		d := bo.next()
-		s.log.Warn("kafka failed; starting over from the committed checkpoint", "err", err, "delay", d.String())
-		s.setState(StateBackoff)
+		s.log.Warn(msg, "reason", reason.String(), "err", err, "delay", d.String())
+		s.setState(state)
 		if !sleep(ctx, d) {
 			return nil
 		}
 	}
+}
+
+// start runs the source once: check its topics, open the producer (fencing earlier ones, reading the
+// checkpoint) and follow the stream until something fails.
+func (s *Source) start(ctx context.Context, bo *backoff) error {
+	if err := s.ensureTopics(ctx); err != nil {
+		return err
+	}
+	p, cp, err := txn.Open(ctx, txn.Config{
+		TransactionalID:    s.opt.TransactionalIDPrefix + s.spec.Name,
+		CheckpointTopic:    s.opt.CheckpointTopic,
+		Key:                s.spec.Name,
+		TransactionTimeout: s.opt.TransactionTimeout,
+		Opts:               s.opt.Kafka,
+	})
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	if cp.Found {
+		s.setCommitted(cp.ID)
+	}
+	return s.follow(ctx, p, cp, bo)
 }
 
 // follow runs connections with one producer until Kafka fails (the error is returned), the server
