@@ -25,6 +25,9 @@ type Options struct {
 	Kafka []kgo.Opt
 	// CheckpointTopic is the compacted topic of checkpoints. Required.
 	CheckpointTopic string
+	// Checkpoints reads the source's checkpoint at each start (after the fence): the process's shared
+	// txn.Store. Nil means each start reads the whole checkpoint topic (txn.ReadCheckpoint).
+	Checkpoints txn.CheckpointReader
 	// TransactionalIDPrefix is put before the source name to make its transactional id. Default
 	// "ssegate-ingest-".
 	TransactionalIDPrefix string
@@ -239,6 +242,7 @@ func (s *Source) start(ctx context.Context, bo *backoff) error {
 		Key:                s.spec.Name,
 		TransactionTimeout: s.opt.TransactionTimeout,
 		Opts:               s.opt.Kafka,
+		Checkpoints:        s.opt.Checkpoints,
 	})
 	if err != nil {
 		return err
