@@ -108,6 +108,7 @@ func NewWithOptions(cfg Config, log *slog.Logger, o Options) (*App, error) {
 		CommitInterval:        cfg.CommitInterval,
 		CommitEvents:          cfg.CommitEvents,
 		BufferEvents:          cfg.BufferEvents,
+		BufferBytes:           cfg.BufferBytes,
 		MaxEventBytes:         int(cfg.MaxEventBytes),
 		MaxLineBytes:          int(cfg.MaxLineBytes),
 		IdleTimeout:           cfg.IdleTimeout,

@@ -50,6 +50,10 @@ type Config struct {
 	// BufferEvents is how many parsed events may wait for Kafka per source before the HTTP body is no
 	// longer read. Default 1000.
 	BufferEvents int
+	// BufferBytes bounds, per source, the bytes of the records between the HTTP body and Kafka: waiting
+	// for the producer or in the open transaction. When it is reached the body is no longer read and the
+	// open transaction commits early. A record larger than the bound passes alone. Default 4 MiB.
+	BufferBytes int64
 	// MaxEventBytes caps one event's data. Default 512 KiB, so that a record fits a broker's default 1 MiB message limit.
 	MaxEventBytes int64
 	// MaxLineBytes caps one line of a stream. Default 1 MiB.
@@ -104,6 +108,7 @@ func defaults() Config {
 		CommitInterval:     100 * time.Millisecond,
 		CommitEvents:       1000,
 		BufferEvents:       1000,
+		BufferBytes:        source.DefaultBufferBytes,
 		MaxEventBytes:      512 << 10,
 		MaxLineBytes:       1 << 20,
 		IdleTimeout:        60 * time.Second,
@@ -136,6 +141,8 @@ func settingsOf(c *Config) []settings.Setting {
 		s("commit-interval", "longest a Kafka transaction stays open", settings.Duration(&c.CommitInterval)),
 		s("commit-events", "commit once a transaction holds this many events", settings.Int(&c.CommitEvents)),
 		s("buffer-events", "parsed events waiting for Kafka per source before reading stops", settings.Int(&c.BufferEvents)),
+		s("buffer-bytes", "bytes of records per source between the HTTP body and Kafka before reading stops (bytes, or with KiB/MiB)",
+			settings.Bytes(&c.BufferBytes)),
 		s("max-event-bytes", "largest event data (bytes, or with KiB/MiB)", settings.Bytes(&c.MaxEventBytes)),
 		s("max-line-bytes", "longest line of a stream (bytes, or with KiB/MiB)", settings.Bytes(&c.MaxLineBytes)),
 		s("idle-timeout", "reconnect a stream silent for this long; 0 means never", settings.Duration(&c.IdleTimeout)),
@@ -254,6 +261,7 @@ func (c Config) Validate() error {
 		{"commit-interval", c.CommitInterval < time.Millisecond, "at least 1ms"},
 		{"commit-events", c.CommitEvents < 1, "at least 1"},
 		{"buffer-events", c.BufferEvents < 1, "at least 1"},
+		{"buffer-bytes", c.BufferBytes < 1, "at least 1"},
 		{"max-event-bytes", c.MaxEventBytes < 1, "at least 1"},
 		{"max-line-bytes", c.MaxLineBytes < 1, "at least 1"},
 		{"idle-timeout", c.IdleTimeout < 0, "zero or positive"},

@@ -12,7 +12,8 @@
 // checkpoint, so events of a transaction that did not commit are fetched again from the server.
 //
 // Concurrency: Run is called once per Source and owns two goroutines per connection: itself, which
-// batches and commits, and a reader that parses the body into a bounded channel (so a slow Kafka stops
-// the reading of the body). The reader stops when the connection's context is canceled or the body ends,
-// and is joined before the connection is left. Status, Stats and Name may be called from any goroutine.
+// batches and commits, and a reader that parses the body into a buffer bounded in events and bytes (so a
+// slow Kafka stops the reading of the body). The reader stops when the connection's context is canceled
+// or the body ends, and is joined before the connection is left. Status, Stats and Name may be called
+// from any goroutine.
 package source

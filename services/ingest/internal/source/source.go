@@ -44,6 +44,11 @@ type Options struct {
 	// BufferEvents is how many parsed events wait between the HTTP reader and the producer; when it is
 	// full the body is not read. Default 1000.
 	BufferEvents int
+	// BufferBytes bounds the bytes of the records between the HTTP reader and Kafka: those waiting for the
+	// producer and those of the open transaction, until it commits. When it is reached the body is not
+	// read, and the open transaction commits early so the reader can go on. A record larger than the
+	// bound passes alone. Default 4 MiB.
+	BufferBytes int64
 	// MaxEventBytes and MaxLineBytes cap one event's data and one line. Zero means the pkg/sse defaults
 	// (4 MiB and 1 MiB).
 	MaxEventBytes, MaxLineBytes int
@@ -76,6 +81,9 @@ func (o *Options) defaults() {
 	if o.BufferEvents <= 0 {
 		o.BufferEvents = 1000
 	}
+	if o.BufferBytes <= 0 {
+		o.BufferBytes = DefaultBufferBytes
+	}
 	if o.BackoffMin <= 0 {
 		o.BackoffMin = time.Second
 	}
@@ -94,6 +102,9 @@ func (o *Options) defaults() {
 		o.Logger = slog.Default()
 	}
 }
+
+// DefaultBufferBytes is the default of Options.BufferBytes.
+const DefaultBufferBytes = 4 << 20
 
 // Stats are a source's counters, read by the metrics at scrape time.
 type Stats struct {
@@ -322,13 +333,15 @@ type outcome struct {
 // item is what the reader hands the batching loop: a record to produce (nil for an event that writes
 // nothing, such as a filtered one or an id-only block) and the stream's last event id after it.
 type item struct {
-	rec *kgo.Record
-	id  string
+	rec  *kgo.Record
+	id   string
+	size int64 // what rec counts against the buffer's byte bound (recordSize)
 }
 
-// session runs one connection: a reader goroutine parses the body into a bounded channel, and this
-// goroutine batches what it receives into transactions. The reader is owned here: it stops when the
-// connection's context is canceled (or the body ends) and is joined before session returns.
+// session runs one connection: a reader goroutine parses the body into a bounded buffer (events and
+// bytes), and this goroutine batches what it receives into transactions. The reader is owned here: it
+// stops when the connection's context is canceled (or the body ends) and is joined before session
+// returns.
 func (s *Source) session(ctx context.Context, p *txn.Producer, lastID string) outcome {
 	connCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -342,14 +355,14 @@ func (s *Source) session(ctx context.Context, p *txn.Producer, lastID string) ou
 	s.setState(StateStreaming)
 	s.log.Info("connected", "last_event_id", lastID)
 
-	items := make(chan item, s.opt.BufferEvents)
+	buf := newBuffer(s.opt.BufferEvents, s.opt.BufferBytes)
 	var rd outcome
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		defer close(items)
-		rd = s.read(connCtx, resp.Body, items, lastID, cancel)
+		defer close(buf.items)
+		rd = s.read(connCtx, resp.Body, buf, lastID, cancel)
 	})
-	o = s.batch(ctx, p, items, lastID)
+	o = s.batch(ctx, p, buf, lastID)
 	cancel()
 	wg.Wait()
 	o.events, o.retry, o.hasRetry = rd.events, rd.retry, rd.hasRetry
@@ -361,15 +374,16 @@ func (s *Source) session(ctx context.Context, p *txn.Producer, lastID string) ou
 	return o
 }
 
-// read parses the body and sends one item per event until the body ends or ctx is canceled. Blocking on
-// a full channel stops the reading of the body, which is the backpressure on the server.
+// read parses the body and puts one item per event into buf until the body ends or ctx is canceled.
+// Blocking on a full buffer (events or bytes) stops the reading of the body, which is the backpressure on
+// the server.
 //
 // lastID is the id the connection asked for with Last-Event-ID. The parser starts from it: the WHATWG
 // last event id belongs to the event source and outlives a connection, so an event without an id on
 // this connection carries it, as in a browser, and the checkpoint never falls back to empty (which would
 // make the next connection ask for the whole stream again). Id-only blocks come back as items without a
 // record, so the id they set reaches the checkpoint.
-func (s *Source) read(ctx context.Context, body io.Reader, items chan<- item, lastID string, cancel context.CancelFunc) outcome {
+func (s *Source) read(ctx context.Context, body io.Reader, buf *buffer, lastID string, cancel context.CancelFunc) outcome {
 	ir := newIdleReader(body, s.opt.IdleTimeout, &s.stats.Bytes, cancel)
 	defer ir.stop()
 	p := sse.NewParser(ir, sse.WithMaxEventBytes(s.opt.MaxEventBytes), sse.WithMaxLineBytes(s.opt.MaxLineBytes),
@@ -422,9 +436,8 @@ func (s *Source) read(ctx context.Context, body io.Reader, items chan<- item, la
 			o.err = err
 			return o
 		}
-		select {
-		case items <- it:
-		case <-ctx.Done():
+		it.size = recordSize(it.rec)
+		if !buf.put(ctx, it) {
 			o.reason = ReasonShutdown
 			if ir.fired.Load() {
 				o.reason, o.err = ReasonIdleTimeout, errIdle
@@ -461,10 +474,12 @@ func (s *Source) deadLetterRecord(idField, id, reason string) *kgo.Record {
 }
 
 // batch produces the items into transactions, committing each with the last id it covers, every
-// CommitInterval or CommitEvents, until items is closed (the connection ended: what was read is
-// committed), Kafka fails (ReasonKafka) or ctx ends (ReasonShutdown).
-func (s *Source) batch(ctx context.Context, p *txn.Producer, items <-chan item, committed string) outcome {
+// CommitInterval or CommitEvents, or early when the reader waits for bytes the open transaction holds
+// (see buffer), until the buffer's channel is closed (the connection ended: what was read is committed),
+// Kafka fails (ReasonKafka) or ctx ends (ReasonShutdown).
+func (s *Source) batch(ctx context.Context, p *txn.Producer, buf *buffer, committed string) outcome {
 	pendingID, n, records, dead := committed, 0, 0, 0
+	var held int64 // bytes of the open transaction's items, released to buf when it commits
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
@@ -486,6 +501,8 @@ func (s *Source) batch(ctx context.Context, p *txn.Producer, items <-chan item, 
 		s.stats.Records.Add(int64(records))
 		s.stats.DeadLettered.Add(int64(dead))
 		committed, n, records, dead, tick = pendingID, 0, 0, 0, nil
+		buf.release(held)
+		held = 0
 		clear(sent)
 		sent = sent[:0]
 		s.setCommitted(committed)
@@ -494,9 +511,15 @@ func (s *Source) batch(ctx context.Context, p *txn.Producer, items <-chan item, 
 	fail := func(err error) outcome {
 		return outcome{reason: ReasonKafka, err: fmt.Errorf("kafka: %w", err), lastID: committed}
 	}
+	// full reports whether the reader waits for bytes that only a commit frees: the open transaction holds
+	// half the bound, or nothing else is queued. (While items are queued, taking them in frees nothing but
+	// moves their bytes into the transaction; committing after each would make a transaction per event.)
+	full := func() bool {
+		return buf.blocked() && (held >= buf.limit/2 || len(buf.items) == 0)
+	}
 	for {
 		select {
-		case it, ok := <-items:
+		case it, ok := <-buf.items:
 			if !ok {
 				if ctx.Err() != nil {
 					return s.stop(ctx, p, commit, committed)
@@ -518,12 +541,20 @@ func (s *Source) batch(ctx context.Context, p *txn.Producer, items <-chan item, 
 				}
 			}
 			pendingID = it.id
+			held += it.size
 			n++
 			if tick == nil {
 				timer.Reset(s.opt.CommitInterval)
 				tick = timer.C
 			}
-			if n >= s.opt.CommitEvents {
+			if n >= s.opt.CommitEvents || full() {
+				if err := commit(ctx); err != nil {
+					return fail(err)
+				}
+			}
+		case <-buf.nudge:
+			// The reader began to wait for bytes while this loop was idle.
+			if full() {
 				if err := commit(ctx); err != nil {
 					return fail(err)
 				}
