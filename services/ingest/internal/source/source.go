@@ -210,8 +210,8 @@ func (s *Source) report(r Reason, err error) {
 func (s *Source) Run(ctx context.Context) error {
 	defer s.setState(StateStopped)
 	bo := &backoff{min: s.opt.BackoffMin, max: s.opt.BackoffMax}
+	s.setState(StateStarting)
 	for {
-		s.setState(StateStarting)
 		err := s.start(ctx, bo)
 		if errors.Is(err, ErrNoContent) {
 			return err
@@ -244,9 +244,12 @@ func (s *Source) Run(ctx context.Context) error {
 // start runs the source once: check its topics, open the producer (fencing earlier ones, reading the
 // checkpoint) and follow the stream until something fails.
 func (s *Source) start(ctx context.Context, bo *backoff) error {
+	// The state changes only once the topics are there: a source that is topic-missing stays so while it
+	// checks again, so /readyz does not flicker to ready during each check.
 	if err := s.ensureTopics(ctx); err != nil {
 		return err
 	}
+	s.setState(StateStarting)
 	p, cp, err := txn.Open(ctx, txn.Config{
 		TransactionalID:    s.opt.TransactionalIDPrefix + s.spec.Name,
 		CheckpointTopic:    s.opt.CheckpointTopic,
