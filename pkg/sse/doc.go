@@ -32,7 +32,13 @@
 // WithMaxEventBytes is dropped and reported with ErrLineTooLong or
 // ErrEventTooLarge; the parser then carries on with the next event.
 // Connection handling (Last-Event-ID, reconnection, HTTP status) is left to
-// the caller; LastEventID and Retry give it what the stream said.
+// the caller; LastEventID and Retry give it what the stream said. A Parser
+// reads one response, while the WHATWG last event id belongs to the event
+// source and outlives the connection: a reconnecting caller starts the next
+// Parser with WithLastEventID, so that an event without an id carries the id
+// the previous connection ended with, as in a browser. A caller that saves its
+// position asks for WithIDOnlyBlocks, so that blocks that fire no event but
+// move the id (an id-only block) reach it too.
 //
 // # Concurrency
 //

@@ -10,7 +10,8 @@ import (
 // Event is one event dispatched by a Parser.
 type Event struct {
 	// Type is the event type: the value of the event's last "event" field,
-	// or "message" when it had none or an empty one.
+	// or "message" when it had none or an empty one. It is empty only for the
+	// id-only blocks that Next returns with WithIDOnlyBlocks.
 	Type string
 	// Data is the event data: the values of its "data" fields joined by LF.
 	// Line ends inside the stream's values arrive as separate fields, so a
@@ -20,6 +21,12 @@ type Event struct {
 	// event's "id" field, or else the id that was current before it.
 	ID string
 }
+
+// IDOnly reports whether e stands for a block that fired no event but moved
+// the last event id (an "id" field and no data), which Next returns only with
+// WithIDOnlyBlocks. Its Type and Data are empty; a dispatched event always has
+// a Type.
+func (e Event) IDOnly() bool { return e.Type == "" }
 
 // DefaultMaxLineBytes is the longest line a Parser accepts unless
 // WithMaxLineBytes says otherwise.
@@ -33,6 +40,8 @@ const DefaultMaxEventBytes = 4 << 20
 type parserConfig struct {
 	maxLine  int
 	maxEvent int
+	lastID   string
+	idBlocks bool
 }
 
 // Option configures a Parser.
@@ -73,6 +82,32 @@ func WithMaxEventBytes(n int) Option {
 			c.maxEvent = n
 		}
 	}
+}
+
+// WithLastEventID starts the Parser with id as the stream's last event id, as
+// if an earlier block had set it: an event without an "id" field carries it,
+// and LastEventID returns it until the stream sends another id. The default is
+// the empty string.
+//
+// A reconnecting client passes the id it sent as Last-Event-ID. The WHATWG
+// last event ID string belongs to the EventSource, not to one response, so it
+// outlives the connection; a Parser, which lives for one response, needs to be
+// told. The id is taken as it is (it is not checked for NUL, CR or LF, which
+// no stream can put in an id); bytes that are not UTF-8 are decoded as stream
+// bytes are.
+func WithLastEventID(id string) Option {
+	return func(c *parserConfig) { c.lastID = id }
+}
+
+// WithIDOnlyBlocks makes Next also return the blocks that fire no event but
+// move the last event id: an "id" field followed by a blank line, with no
+// data, or an event dropped by a size limit whose "id" field took effect.
+// Such an Event has an empty Type and Data (IDOnly reports true) and ID the
+// new last event id. A block that leaves the id as it was is not returned. By default
+// these blocks show only in LastEventID, as in a browser, where they fire
+// nothing; a client that saves its position must see them to save it.
+func WithIDOnlyBlocks() Option {
+	return func(c *parserConfig) { c.idBlocks = true }
 }
 
 // Parser reads a text/event-stream and returns its events as a browser's
@@ -136,7 +171,15 @@ func NewParser(r io.Reader, opts ...Option) *Parser {
 	}
 	// At least 4 bytes so the BOM check can look at 3.
 	size := max(min(initialBufSize, cfg.maxLine+1), 4)
-	return &Parser{rd: r, cfg: cfg, buf: make([]byte, size)}
+	p := &Parser{rd: r, cfg: cfg, buf: make([]byte, size)}
+	if cfg.lastID != "" {
+		// The last event ID buffer and string both start at the id, so that
+		// the first dispatch keeps it unless the stream sends another.
+		p.id = []byte(cfg.lastID)
+		p.lastIDRaw = append([]byte(nil), p.id...)
+		p.lastID = decodeUTF8(p.id)
+	}
+	return p
 }
 
 // Next returns the next dispatched event.
@@ -171,7 +214,8 @@ func (p *Parser) Next() (Event, error) {
 // LastEventID returns the stream's last event id: the id of the last event
 // block dispatched, which moves on id-only blocks too (blocks with an "id"
 // field and no data). It is the value to send as Last-Event-ID when
-// reconnecting. It is empty until the stream sends an id.
+// reconnecting. It is the WithLastEventID id (empty by default) until the
+// stream sends an id.
 func (p *Parser) LastEventID() string {
 	return p.lastID
 }
@@ -253,7 +297,8 @@ func parseRetry(v []byte) (time.Duration, bool) {
 func (p *Parser) dispatch() (Event, bool) {
 	// Step 1: the last event ID string takes the buffer's value, even when
 	// no event fires; the buffer itself is not reset.
-	if !bytes.Equal(p.id, p.lastIDRaw) {
+	moved := !bytes.Equal(p.id, p.lastIDRaw)
+	if moved {
 		p.lastIDRaw = append(p.lastIDRaw[:0], p.id...)
 		p.lastID = decodeUTF8(p.id)
 	}
@@ -262,6 +307,9 @@ func (p *Parser) dispatch() (Event, bool) {
 	// Step 2: no data, no event.
 	if dropped || len(p.data) == 0 {
 		p.data, p.typ = p.data[:0], p.typ[:0]
+		if moved && p.cfg.idBlocks {
+			return Event{ID: p.lastID}, true
+		}
 		return Event{}, false
 	}
 	// Step 3: every data field appended an LF, so there is one to remove.

@@ -3,6 +3,7 @@ package sse
 import (
 	"bytes"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,9 +14,19 @@ import (
 // on the whole stream at once: decode it (dropping one leading BOM), cut it
 // into terminated lines, process each. It has no limits. It checks Parser.
 func refParse(in []byte) (evs []Event, lastID string, retry time.Duration, hasRetry bool) {
+	return refParseFrom(in, "", false)
+}
+
+// refParseFrom is refParse with the last event ID buffer and string starting
+// at seed (WithLastEventID) and, with idBlocks, an id-only Event for every
+// dispatch that fires nothing but changes the last event ID string
+// (WithIDOnlyBlocks).
+func refParseFrom(in []byte, seed string, idBlocks bool) (evs []Event, lastID string, retry time.Duration, hasRetry bool) {
 	in = bytes.TrimPrefix(in, []byte("\xef\xbb\xbf"))
 	s := refDecode(in)
 	var data, typ, idBuf strings.Builder
+	idBuf.WriteString(seed)
+	lastID = seed
 	for {
 		i := strings.IndexAny(s, "\r\n")
 		if i < 0 {
@@ -29,8 +40,12 @@ func refParse(in []byte) (evs []Event, lastID string, retry time.Duration, hasRe
 		s = s[i+1:]
 
 		if line == "" {
+			moved := lastID != idBuf.String()
 			lastID = idBuf.String()
 			if data.Len() == 0 {
+				if moved && idBlocks {
+					evs = append(evs, Event{ID: lastID})
+				}
 				data.Reset()
 				typ.Reset()
 				continue
@@ -162,6 +177,23 @@ func FuzzParserSplits(f *testing.F) {
 		if whole.LastEventID() != refID || wd != refRetry || wok != refHas {
 			t.Fatalf("state LastEventID %q Retry %v %v, reference %q %v %v",
 				whole.LastEventID(), wd, wok, refID, refRetry, refHas)
+		}
+
+		// A parser that starts from a known id and reports id-only blocks
+		// must agree with the transcription started from the same id.
+		seed := ""
+		if len(cuts) > 0 && cuts[0]%2 == 1 {
+			seed = "seed" + strconv.Itoa(int(cuts[0]))
+		}
+		seeded := NewParser(bytes.NewReader(in), WithLastEventID(seed), WithIDOnlyBlocks())
+		var seededEvs []Event
+		for _, r := range collectAll(t, seeded, limit) {
+			seededEvs = append(seededEvs, r.ev)
+		}
+		refEvs, refID, _, _ = refParseFrom(in, seed, true)
+		if !slices.Equal(seededEvs, refEvs) || seeded.LastEventID() != refID {
+			t.Fatalf("input %q from id %q\n got: %q (last id %q)\nwant: %q (last id %q, reference)",
+				in, seed, seededEvs, seeded.LastEventID(), refEvs, refID)
 		}
 	})
 }

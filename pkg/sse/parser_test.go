@@ -383,6 +383,62 @@ func TestParserLimits(t *testing.T) {
 	}
 }
 
+// idOnly is the Event Next returns for an id-only block with WithIDOnlyBlocks.
+func idOnly(id string) Event { return Event{ID: id} }
+
+func TestParserLastEventIDAndIDOnlyBlocks(t *testing.T) {
+	seed2 := WithLastEventID("2")
+	blocks := WithIDOnlyBlocks()
+	cases := []struct {
+		name   string
+		in     string
+		opts   []Option
+		want   []result
+		lastID string
+	}{
+		// Starting from a known id (a reconnection).
+		{name: "seed only", in: "", opts: []Option{seed2}, lastID: "2"},
+		{name: "event without id carries the seed", in: "data: e3\n\n", opts: []Option{seed2}, want: []result{{ev: msg("e3", "2")}}, lastID: "2"},
+		{name: "id replaces the seed", in: "data: a\n\nid: 3\ndata: b\n\n", opts: []Option{seed2}, want: []result{{ev: msg("a", "2")}, {ev: msg("b", "3")}}, lastID: "3"},
+		{name: "empty id clears the seed", in: "id:\ndata: a\n\n", opts: []Option{seed2}, want: []result{{ev: msg("a", "")}}},
+		{name: "id with nul keeps the seed", in: "id: 9\x00\ndata: a\n\n", opts: []Option{seed2}, want: []result{{ev: msg("a", "2")}}, lastID: "2"},
+		{name: "unterminated id keeps the seed", in: "id: 9\ndata: a\n", opts: []Option{seed2}, lastID: "2"},
+		{name: "empty seed is the default", in: "data: a\n\n", opts: []Option{WithLastEventID("")}, want: []result{{ev: msg("a", "")}}},
+		{name: "seed not utf8 is decoded", in: "data: a\n\n", opts: []Option{WithLastEventID("x\xff")}, want: []result{{ev: msg("a", "x\uFFFD")}}, lastID: "x\uFFFD"},
+
+		// Id-only blocks reported.
+		{
+			name: "id-only block between events", in: "id: 1\ndata: a\n\nid: 2\n\ndata: b\n\n", opts: []Option{blocks},
+			want: []result{{ev: msg("a", "1")}, {ev: idOnly("2")}, {ev: msg("b", "2")}}, lastID: "2",
+		},
+		{name: "id-only block alone", in: "id: 7\n\n", opts: []Option{blocks}, want: []result{{ev: idOnly("7")}}, lastID: "7"},
+		{name: "id-only block repeating the id is not reported", in: "id: 1\ndata: a\n\nid: 1\n\n", opts: []Option{blocks}, want: []result{{ev: msg("a", "1")}}, lastID: "1"},
+		{name: "id-only block repeating the seed is not reported", in: "id: 2\n\n", opts: []Option{seed2, blocks}, lastID: "2"},
+		{name: "empty id-only block after the seed is reported", in: "id\n\n", opts: []Option{seed2, blocks}, want: []result{{ev: idOnly("")}}},
+		{name: "event and id without data", in: "event: x\nid: 3\n\n", opts: []Option{blocks}, want: []result{{ev: idOnly("3")}}, lastID: "3"},
+		{name: "comment block is not reported", in: ": ping\n\nretry: 5\n\n", opts: []Option{blocks}},
+		{name: "unterminated id-only block is not reported", in: "id: 1\n\nid: 2\n", opts: []Option{blocks}, want: []result{{ev: idOnly("1")}}, lastID: "1"},
+		{
+			name: "dropped event moves the id", in: "data: 123456789\nid: 4\n\ndata: ok\n\n", opts: []Option{blocks, WithMaxEventBytes(8)},
+			want: []result{{err: ErrEventTooLarge}, {ev: idOnly("4")}, {ev: msg("ok", "4")}}, lastID: "4",
+		},
+		{name: "without the option id-only blocks stay silent", in: "id: 7\n\n", lastID: "7"},
+	}
+	for _, tc := range cases {
+		for _, r := range readers {
+			t.Run(tc.name+"/"+r.name, func(t *testing.T) {
+				p := NewParser(r.new(tc.in), tc.opts...)
+				if got := collectAll(t, p, 100); !slices.Equal(got, tc.want) {
+					t.Errorf("results\n got: %v\nwant: %v", got, tc.want)
+				}
+				if id := p.LastEventID(); id != tc.lastID {
+					t.Errorf("LastEventID = %q, want %q", id, tc.lastID)
+				}
+			})
+		}
+	}
+}
+
 // errAfterReader returns s, then err forever.
 type errAfterReader struct {
 	s   string

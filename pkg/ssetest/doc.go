@@ -5,7 +5,8 @@
 // first connection and on each reconnection. Handlers cover what an SSE client must survive: a status
 // other than 200 (Status), a wrong content type (ContentType), a fixed script of bytes (Script), a stream
 // cut in the middle of an event, slow bytes (Write with pauses) and a replayable numbered log (Log) that
-// honors Last-Event-ID, which is what exactly-once tests need.
+// honors Last-Event-ID, which is what exactly-once tests need. Frame and IDBlock build the text of an event
+// and of an id-only block for scripts.
 //
 // Concurrency: a Server may be used from any goroutine. Handlers run on the server's connection
 // goroutines, one per request; the Stream they get must only be used on that goroutine. Close (registered

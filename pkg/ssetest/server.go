@@ -258,3 +258,7 @@ func Frame(id, typ, data string) string {
 
 // String describes the server for test logs.
 func (s *Server) String() string { return fmt.Sprintf("ssetest.Server(%s)", s.URL) }
+
+// IDBlock returns a block with an id field and no data: it fires no event but moves the stream's last
+// event id.
+func IDBlock(id string) string { return "id: " + id + "\n\n" }

@@ -33,6 +33,7 @@ type App struct {
 	held      []atomic.Bool // held[i]: this replica holds sources[i]'s lease and runs it
 	owner     string
 	leases    lease.Manager
+	store     *txn.Store    // the checkpoint topic, read once for every source of the process
 	shared    bool          // leases are in Redis, shared with other replicas
 	rdb       *redis.Client // nil without Redis
 	telemetry *telemetry
@@ -52,6 +53,9 @@ type Options struct {
 	// AbandonLeases makes Run return without releasing the leases it holds, as a crash would: other
 	// replicas get the sources only once the leases expire.
 	AbandonLeases bool
+	// Kafka are client options added to every Kafka client of the service (tests add hooks that count
+	// what is fetched). Nil means none.
+	Kafka []kgo.Opt
 }
 
 // New builds the service from a validated configuration and binds its listener, so that a busy port
@@ -67,6 +71,7 @@ func NewWithOptions(cfg Config, log *slog.Logger, o Options) (*App, error) {
 		return nil, err
 	}
 	kopts = append(kopts, kgo.WithLogger(kafkaconn.Logger(log.With("component", "kafka"), kgo.LogLevelWarn)))
+	kopts = append(kopts, o.Kafka...)
 	owner := o.Owner
 	if owner == "" {
 		host, _ := os.Hostname()
@@ -89,20 +94,28 @@ func NewWithOptions(cfg Config, log *slog.Logger, o Options) (*App, error) {
 			return nil, err
 		}
 	}
+	names := make([]string, len(cfg.Sources))
+	for i, spec := range cfg.Sources {
+		names[i] = spec.Name
+	}
+	a.store = txn.NewStore(kopts, cfg.CheckpointTopic, names, log.With("component", "checkpoints"))
 	opt := source.Options{
-		Kafka:              kopts,
-		CheckpointTopic:    cfg.CheckpointTopic,
-		DeadLetterTopic:    cfg.DeadLetterTopic,
-		CommitInterval:     cfg.CommitInterval,
-		CommitEvents:       cfg.CommitEvents,
-		BufferEvents:       cfg.BufferEvents,
-		MaxEventBytes:      int(cfg.MaxEventBytes),
-		MaxLineBytes:       int(cfg.MaxLineBytes),
-		IdleTimeout:        cfg.IdleTimeout,
-		BackoffMin:         cfg.BackoffMin,
-		BackoffMax:         cfg.BackoffMax,
-		TransactionTimeout: cfg.TransactionTimeout,
-		Logger:             log,
+		Kafka:                 kopts,
+		Checkpoints:           a.store,
+		CheckpointTopic:       cfg.CheckpointTopic,
+		DeadLetterTopic:       cfg.DeadLetterTopic,
+		CreateDeadLetterTopic: cfg.topicCreation(),
+		CommitInterval:        cfg.CommitInterval,
+		CommitEvents:          cfg.CommitEvents,
+		BufferEvents:          cfg.BufferEvents,
+		BufferBytes:           cfg.BufferBytes,
+		MaxEventBytes:         int(cfg.MaxEventBytes),
+		MaxLineBytes:          int(cfg.MaxLineBytes),
+		IdleTimeout:           cfg.IdleTimeout,
+		BackoffMin:            cfg.BackoffMin,
+		BackoffMax:            cfg.BackoffMax,
+		TransactionTimeout:    cfg.TransactionTimeout,
+		Logger:                log,
 	}
 	if o.Source != nil {
 		o.Source(&opt)
@@ -143,7 +156,8 @@ func (a *App) Owned() []bool {
 	return out
 }
 
-// Run ensures the checkpoint topic exists, runs every source whose lease it holds until ctx ends, then
+// Run ensures the checkpoint topic exists, starts the checkpoint store, runs every source whose lease it
+// holds until ctx ends, then
 // stops them (each commits or aborts its open transaction), releases their leases, and stops the HTTP
 // server.
 func (a *App) Run(ctx context.Context) error {
@@ -158,6 +172,13 @@ func (a *App) Run(ctx context.Context) error {
 		if !a.ensureCheckpointTopic(srcCtx) {
 			return
 		}
+		// One read of the checkpoint topic for every source; each source's start waits in Store.Get until
+		// the store has read up to the end offsets of that moment.
+		wg.Go(func() {
+			if err := a.store.Run(srcCtx); err != nil {
+				a.log.Error("cannot read the checkpoint topic", "err", err)
+			}
+		})
 		a.ready.Store(true)
 		for i, s := range a.sources {
 			wg.Go(func() { a.runSource(srcCtx, i, s) })

@@ -33,6 +33,16 @@ type Config struct {
 	// DeadLetterTopic receives a record per oversized event. Empty (the default) drops them and counts
 	// them in a metric.
 	DeadLetterTopic string
+	// CreateTopics creates a destination topic (and the dead-letter topic) that does not exist, instead of
+	// reporting it missing. Default false. A source may override it (and the two settings below) with the
+	// keys of the same names.
+	CreateTopics bool
+	// CreateTopicsPartitions is the partition count of a created topic. Default 0, the broker's default
+	// (num.partitions).
+	CreateTopicsPartitions int
+	// CreateTopicsReplicationFactor is the replication factor of a created topic. Default 0, the broker's
+	// default (default.replication.factor).
+	CreateTopicsReplicationFactor int
 	// CommitInterval is the longest a transaction stays open. Default 100ms.
 	CommitInterval time.Duration
 	// CommitEvents commits once a transaction holds this many events. Default 1000.
@@ -40,6 +50,10 @@ type Config struct {
 	// BufferEvents is how many parsed events may wait for Kafka per source before the HTTP body is no
 	// longer read. Default 1000.
 	BufferEvents int
+	// BufferBytes bounds, per source, the bytes of the records between the HTTP body and Kafka: waiting
+	// for the producer or in the open transaction. When it is reached the body is no longer read and the
+	// open transaction commits early. A record larger than the bound passes alone. Default 4 MiB.
+	BufferBytes int64
 	// MaxEventBytes caps one event's data. Default 512 KiB, so that a record fits a broker's default 1 MiB message limit.
 	MaxEventBytes int64
 	// MaxLineBytes caps one line of a stream. Default 1 MiB.
@@ -94,6 +108,7 @@ func defaults() Config {
 		CommitInterval:     100 * time.Millisecond,
 		CommitEvents:       1000,
 		BufferEvents:       1000,
+		BufferBytes:        source.DefaultBufferBytes,
 		MaxEventBytes:      512 << 10,
 		MaxLineBytes:       1 << 20,
 		IdleTimeout:        60 * time.Second,
@@ -119,9 +134,15 @@ func settingsOf(c *Config) []settings.Setting {
 		s("listen", "HTTP listen address of /healthz, /readyz, /metrics and /sources", settings.String(&c.Listen)),
 		s("checkpoint-topic", "compacted topic of checkpoints (created if missing)", settings.String(&c.CheckpointTopic)),
 		s("dead-letter-topic", "topic for oversized events; empty drops them", settings.String(&c.DeadLetterTopic)),
+		s("create-topics", "create a missing destination or dead-letter topic (per source too)", settings.Bool(&c.CreateTopics)),
+		s("create-topics-partitions", "partitions of a created topic; 0 means the broker's default", settings.Int(&c.CreateTopicsPartitions)),
+		s("create-topics-replication-factor", "replication factor of a created topic; 0 means the broker's default",
+			settings.Int(&c.CreateTopicsReplicationFactor)),
 		s("commit-interval", "longest a Kafka transaction stays open", settings.Duration(&c.CommitInterval)),
 		s("commit-events", "commit once a transaction holds this many events", settings.Int(&c.CommitEvents)),
 		s("buffer-events", "parsed events waiting for Kafka per source before reading stops", settings.Int(&c.BufferEvents)),
+		s("buffer-bytes", "bytes of records per source between the HTTP body and Kafka before reading stops (bytes, or with KiB/MiB)",
+			settings.Bytes(&c.BufferBytes)),
 		s("max-event-bytes", "largest event data (bytes, or with KiB/MiB)", settings.Bytes(&c.MaxEventBytes)),
 		s("max-line-bytes", "longest line of a stream (bytes, or with KiB/MiB)", settings.Bytes(&c.MaxLineBytes)),
 		s("idle-timeout", "reconnect a stream silent for this long; 0 means never", settings.Duration(&c.IdleTimeout)),
@@ -167,7 +188,7 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 		return c, err
 	}
 	if raw, ok := file["sources"]; ok {
-		specs, err := parseSources(raw, getenv)
+		specs, err := parseSources(raw, c.topicCreation(), getenv)
 		if err != nil {
 			return c, err
 		}
@@ -181,10 +202,27 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 		if err != nil {
 			return c, err
 		}
+		spec.CreateTopic = c.topicCreation()
 		c.Sources = []source.Spec{spec}
 	}
 	return c, c.Validate()
 }
+
+// topicCreation returns the global create-topics settings, which sources may override.
+func (c *Config) topicCreation() source.TopicCreation {
+	return source.TopicCreation{
+		Enabled:           c.CreateTopics,
+		Partitions:        int32(min(max(c.CreateTopicsPartitions, 0), maxPartitions)),               //nolint:gosec // clamped
+		ReplicationFactor: int16(min(max(c.CreateTopicsReplicationFactor, 0), maxReplicationFactor)), //nolint:gosec // clamped
+	}
+}
+
+// maxPartitions and maxReplicationFactor bound the create-topics numbers to what Kafka's CreateTopics
+// request can carry.
+const (
+	maxPartitions        = 1<<31 - 1
+	maxReplicationFactor = 1<<15 - 1
+)
 
 // topicName is what Kafka accepts as a topic name.
 var topicName = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,249}$`)
@@ -215,9 +253,15 @@ func (c Config) Validate() error {
 	}{
 		{"checkpoint-topic", !validTopic(c.CheckpointTopic), "a valid Kafka topic name"},
 		{"dead-letter-topic", c.DeadLetterTopic != "" && !validTopic(c.DeadLetterTopic), "empty or a valid Kafka topic name"},
+		{"create-topics-partitions", c.CreateTopicsPartitions < 0 || c.CreateTopicsPartitions > maxPartitions, "zero (the broker's default) or positive"},
+		{
+			"create-topics-replication-factor", c.CreateTopicsReplicationFactor < 0 || c.CreateTopicsReplicationFactor > maxReplicationFactor,
+			"zero (the broker's default) or positive, at most 32767",
+		},
 		{"commit-interval", c.CommitInterval < time.Millisecond, "at least 1ms"},
 		{"commit-events", c.CommitEvents < 1, "at least 1"},
 		{"buffer-events", c.BufferEvents < 1, "at least 1"},
+		{"buffer-bytes", c.BufferBytes < 1, "at least 1"},
 		{"max-event-bytes", c.MaxEventBytes < 1, "at least 1"},
 		{"max-line-bytes", c.MaxLineBytes < 1, "at least 1"},
 		{"idle-timeout", c.IdleTimeout < 0, "zero or positive"},

@@ -117,6 +117,8 @@ func TestLoadErrorsNameSourceAndSetting(t *testing.T) {
 		{"bad redis addr", base, map[string]string{"REDIS_ADDR": "nohost"}, nil, "setting redis-addr (REDIS_ADDR"},
 		{"short lease", base, nil, []string{"--lease-duration", "10ms"}, "setting lease-duration"},
 		{"negative redis db", base + "redis-db: -1\n", nil, nil, "setting redis-db"},
+		{"zero buffer bytes", base, nil, []string{"--buffer-bytes", "0"}, "setting buffer-bytes (SSEGATE_INGEST_BUFFER_BYTES)"},
+		{"bad buffer bytes", base, nil, []string{"--buffer-bytes", "lots"}, "buffer-bytes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -168,5 +170,30 @@ func TestLoadRedisSettings(t *testing.T) {
 	c, err = Load([]string{"--config", p}, env(map[string]string{"KAFKA_BROKERS": "k:9092"}), io.Discard)
 	if err != nil || c.Redis.Addr != "" || c.LeaseKeyPrefix != "ssegate:ingest:lease:" {
 		t.Fatalf("without REDIS_ADDR: %v %v %q", err, c.Redis, c.LeaseKeyPrefix)
+	}
+}
+
+func TestLoadBufferBytes(t *testing.T) {
+	src := "sources:\n  - name: s\n    url: http://up\n    topic: out\n"
+	tests := []struct {
+		name, file string
+		env        map[string]string
+		want       int64
+	}{
+		{"default", src, nil, 4 << 20},
+		{"file", "buffer-bytes: 512KiB\n" + src, nil, 512 << 10},
+		{"env over file", "buffer-bytes: 512KiB\n" + src, map[string]string{"SSEGATE_INGEST_BUFFER_BYTES": "1MiB"}, 1 << 20},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := map[string]string{"KAFKA_BROKERS": "k:9092"}
+			for k, v := range tt.env {
+				e[k] = v
+			}
+			c, err := Load([]string{"--config", writeConfig(t, tt.file)}, env(e), io.Discard)
+			if err != nil || c.BufferBytes != tt.want {
+				t.Fatalf("buffer-bytes %d, %v; want %d", c.BufferBytes, err, tt.want)
+			}
+		})
 	}
 }

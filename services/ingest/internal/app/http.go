@@ -2,7 +2,9 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -51,8 +53,27 @@ func (a *App) handleReady(c *gin.Context) {
 	case !a.ready.Load():
 		c.JSON(http.StatusServiceUnavailable, gin.H{"ready": false, "reason": "checkpoint topic not ready"})
 	default:
+		if problems := a.sourceProblems(); len(problems) > 0 {
+			c.JSON(http.StatusServiceUnavailable, gin.H{"ready": false, "reason": strings.Join(problems, "; ")})
+			return
+		}
 		c.JSON(http.StatusOK, gin.H{"ready": true})
 	}
+}
+
+// sourceProblems returns, for each source this replica runs that cannot make progress until someone acts
+// (a topic it writes to is missing), a line naming the source and the problem.
+func (a *App) sourceProblems() []string {
+	var out []string
+	for i, s := range a.sources {
+		if !a.held[i].Load() {
+			continue
+		}
+		if st := s.Status(); st.State == source.StateTopicMissing {
+			out = append(out, fmt.Sprintf("source %s: %s", s.Name(), strings.TrimPrefix(st.LastError, "source: ")))
+		}
+	}
+	return out
 }
 
 func (a *App) handleSources(c *gin.Context) {

@@ -174,6 +174,9 @@ func TestLeasesShareSourcesAndFailOver(t *testing.T) {
 	}
 	killed := time.Now()
 	victim.stop(t)
+	// The heir's checkpoint store read the topic when the heir started, before most of the victim's
+	// commits: taking the source over must still resume from the victim's last commit.
+	victimLast, conns := victim.app.Sources()[0].Status().LastID, ups[0].Connections()
 	live = []*replica{heir}
 	mu.Lock()
 	watched = []*replica{heir}
@@ -187,6 +190,12 @@ func TestLeasesShareSourcesAndFailOver(t *testing.T) {
 		return true
 	})
 	took := time.Since(killed)
+	kafkatest.WaitFor(t, 30*time.Second, "the heir to connect source 0", func() bool { return ups[0].Connections() > conns })
+	// At least: a commit the victim sent as it was stopped may have landed without it knowing.
+	got, _ := strconv.Atoi(ups[0].Requests()[conns].Header.Get("Last-Event-ID"))
+	if last, _ := strconv.Atoi(victimLast); got < last {
+		t.Errorf("the heir resumed source 0 from %d, before the victim's last commit %d: a stale checkpoint", got, last)
+	}
 	t.Logf("sources %v moved from %s to %s %v after the kill (lease %v)", moving, victim.name, heir.name, took, lease)
 	// The key had at most one lease left; the heir polls every lease/5 +-25%.
 	if took > lease+lease/4+500*time.Millisecond {

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/ssegate/ssegate/services/ingest/internal/source"
@@ -15,8 +16,11 @@ import (
 
 // sourceKeys and authKeys are the keys a source entry and its auth map may have.
 var (
-	sourceKeys = []string{"name", "url", "topic", "headers", "auth", "events", "key", "format", "start"}
-	authKeys   = []string{"type", "username", "password_env", "password_file", "token_env", "token_file"}
+	sourceKeys = []string{
+		"name", "url", "topic", "headers", "auth", "events", "key", "format", "start",
+		"create-topics", "create-topics-partitions", "create-topics-replication-factor",
+	}
+	authKeys = []string{"type", "username", "password_env", "password_file", "token_env", "token_file"}
 )
 
 // sourceError names the source and setting at fault, on one line.
@@ -29,15 +33,16 @@ func sourceError(i int, name, setting, format string, args ...any) error {
 }
 
 // parseSources turns the file's "sources" list into specs. Secrets named by *_env are read from getenv
-// now; *_file secrets are checked now and read again at every connection.
-func parseSources(raw any, getenv func(string) string) ([]source.Spec, error) {
+// now; *_file secrets are checked now and read again at every connection. create is the global
+// create-topics setting, which a source's own keys override.
+func parseSources(raw any, create source.TopicCreation, getenv func(string) string) ([]source.Spec, error) {
 	list, ok := raw.([]any)
 	if !ok {
 		return nil, errors.New("invalid setting sources (config file): want a list of sources")
 	}
 	specs := make([]source.Spec, 0, len(list))
 	for i, e := range list {
-		spec, err := parseSource(i, e, getenv)
+		spec, err := parseSource(i, e, create, getenv)
 		if err != nil {
 			return nil, err
 		}
@@ -46,7 +51,7 @@ func parseSources(raw any, getenv func(string) string) ([]source.Spec, error) {
 	return specs, nil
 }
 
-func parseSource(i int, raw any, getenv func(string) string) (source.Spec, error) {
+func parseSource(i int, raw any, create source.TopicCreation, getenv func(string) string) (source.Spec, error) {
 	m, ok := raw.(map[string]any)
 	if !ok {
 		return source.Spec{}, fmt.Errorf("invalid source sources[%d]: want a map with name, url and topic", i)
@@ -153,7 +158,48 @@ func parseSource(i int, raw any, getenv func(string) string) (source.Spec, error
 	if spec.StartID, spec.StartSet, err = source.ParseStart(start); err != nil {
 		return bad("start", "%s", err.Error())
 	}
+	tc, serr := parseTopicCreation(m, create)
+	if serr != nil {
+		return bad(serr.setting, "%s", serr.msg)
+	}
+	spec.CreateTopic = tc
 	return spec, nil
+}
+
+// settingError is what is wrong with one key of a source.
+type settingError struct{ setting, msg string }
+
+// parseTopicCreation applies a source's create-topics keys over the global settings in c.
+func parseTopicCreation(m map[string]any, c source.TopicCreation) (source.TopicCreation, *settingError) {
+	if v, ok := m["create-topics"]; ok && v != nil {
+		b, err := strconv.ParseBool(fmt.Sprint(v))
+		if err != nil {
+			return c, &settingError{"create-topics", fmt.Sprintf("want true or false, got %v", v)}
+		}
+		c.Enabled = b
+	}
+	num := func(key string, limit int) (int, *settingError) {
+		n, err := strconv.Atoi(fmt.Sprint(m[key]))
+		if err != nil || n < 0 || n > limit {
+			return 0, &settingError{key, fmt.Sprintf("want zero (the broker's default) or a positive number up to %d, got %v", limit, m[key])}
+		}
+		return n, nil
+	}
+	if v, ok := m["create-topics-partitions"]; ok && v != nil {
+		n, err := num("create-topics-partitions", maxPartitions)
+		if err != nil {
+			return c, err
+		}
+		c.Partitions = int32(n) //nolint:gosec // bounded by num
+	}
+	if v, ok := m["create-topics-replication-factor"]; ok && v != nil {
+		n, err := num("create-topics-replication-factor", maxReplicationFactor)
+		if err != nil {
+			return c, err
+		}
+		c.ReplicationFactor = int16(n) //nolint:gosec // bounded by num
+	}
+	return c, nil
 }
 
 func parseAuth(raw any, getenv func(string) string) (source.Auth, error) {

@@ -100,24 +100,35 @@ func retryAfter(v string, now time.Time) time.Duration {
 // backoff computes reconnection delays: the server's retry: value (or the minimum) doubled per failure
 // in a row, capped, plus up to a quarter more as jitter so that many sources do not reconnect in step.
 // A capped delay is never below the server's retry: value.
+//
+// "retry: 0" is a valid reconnection time: the first reconnection after it is immediate. Doubling zero
+// would keep it zero, so further failures in a row back off from the minimum instead (0, min, 2*min, ...):
+// a server that asks for 0 ms and then keeps failing is not hammered.
 type backoff struct {
 	min, max time.Duration
-	retry    time.Duration // the last retry: value the server sent; zero means none
+	retry    time.Duration // the last retry: value the server sent, valid when hasRetry
+	hasRetry bool
 	failures int
 }
 
 func (b *backoff) next() time.Duration {
 	base := b.min
-	if b.retry > 0 {
+	if b.hasRetry {
 		base = b.retry
 	}
 	limit := max(b.max, base)
-	d := base
-	for i := 0; i < b.failures && d < limit; i++ {
+	d, doublings := base, b.failures
+	b.failures++
+	if d == 0 {
+		if doublings == 0 {
+			return 0
+		}
+		d, doublings = b.min, doublings-1
+	}
+	for i := 0; i < doublings && d < limit; i++ {
 		d *= 2
 	}
 	d = min(d, limit)
-	b.failures++
 	return d + rand.N(d/4+1) //nolint:gosec // jitter needs no cryptographic randomness
 }
 

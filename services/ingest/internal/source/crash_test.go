@@ -91,13 +91,13 @@ func TestBackpressureBoundsMemory(t *testing.T) {
 		t.Fatalf("connect: %v", o.err)
 	}
 	defer func() { _ = resp.Body.Close() }()
-	items := make(chan item, 4)
+	buf := newBuffer(4, 1<<30) // bound by events only
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		s.read(ctx, resp.Body, items, cancel)
+		s.read(ctx, resp.Body, buf, "", cancel)
 	}()
-	checkFor(t, 10*time.Second, "the buffer to fill", func() bool { return len(items) == cap(items) })
+	checkFor(t, 10*time.Second, "the buffer to fill", func() bool { return len(buf.items) == cap(buf.items) })
 	// Once stalled, the bytes read stay put: poll until two readings 200ms apart agree.
 	var before int64 = -1
 	checkFor(t, 10*time.Second, "reading to stop", func() bool {

@@ -14,6 +14,7 @@ const (
 	ReasonReadError                  // the body failed mid-stream (reset, cut)
 	ReasonIdleTimeout                // no bytes for the idle timeout
 	ReasonKafka                      // a produce or commit failed; the source resumes from its checkpoint
+	ReasonTopicMissing               // a topic the source writes to does not exist and was not created
 	ReasonNoContent                  // a 204 status: the source stops
 	ReasonShutdown                   // the process is stopping
 	numReasons
@@ -21,7 +22,7 @@ const (
 
 var reasonNames = [numReasons]string{
 	"connect-error", "server-error", "throttled", "bad-status", "content-type", "end-of-stream",
-	"read-error", "idle-timeout", "kafka-error", "no-content", "shutdown",
+	"read-error", "idle-timeout", "kafka-error", "topic-missing", "no-content", "shutdown",
 }
 
 // String returns the reason's label, such as "idle-timeout".

@@ -150,9 +150,37 @@ func TestBackoff(t *testing.T) {
 		}
 	}
 	b.reset()
-	b.retry = 3 * time.Second // a server retry: above the cap is honored
+	b.retry, b.hasRetry = 3*time.Second, true // a server retry: above the cap is honored
 	if d := b.next(); d < 3*time.Second {
 		t.Errorf("delay with retry: 3s = %v", d)
+	}
+}
+
+func TestBackoffRetryZero(t *testing.T) {
+	ms := time.Millisecond
+	tests := []struct {
+		name  string
+		retry time.Duration
+		set   bool
+		want  []time.Duration // bases; each delay is in [base, base+base/4]
+	}{
+		{"no retry: field", 0, false, []time.Duration{100 * ms, 200 * ms, 400 * ms}},
+		{"retry: 0 reconnects at once, then backs off from the minimum", 0, true, []time.Duration{0, 100 * ms, 200 * ms, 400 * ms, 800 * ms, time.Second, time.Second}},
+		{"retry: 30", 30 * ms, true, []time.Duration{30 * ms, 60 * ms, 120 * ms}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := &backoff{min: 100 * ms, max: time.Second, retry: tt.retry, hasRetry: tt.set}
+			for i, base := range tt.want {
+				if d := b.next(); d < base || d > base+base/4 {
+					t.Errorf("delay %d = %v, want in [%v, %v]", i, d, base, base+base/4)
+				}
+			}
+			b.reset()
+			if d := b.next(); d > tt.want[0]+tt.want[0]/4 {
+				t.Errorf("delay after reset = %v, want about %v", d, tt.want[0])
+			}
+		})
 	}
 }
 

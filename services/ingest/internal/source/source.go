@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/ssegate/ssegate/pkg/sse"
@@ -24,12 +25,18 @@ type Options struct {
 	Kafka []kgo.Opt
 	// CheckpointTopic is the compacted topic of checkpoints. Required.
 	CheckpointTopic string
+	// Checkpoints reads the source's checkpoint at each start (after the fence): the process's shared
+	// txn.Store. Nil means each start reads the whole checkpoint topic (txn.ReadCheckpoint).
+	Checkpoints txn.CheckpointReader
 	// TransactionalIDPrefix is put before the source name to make its transactional id. Default
 	// "ssegate-ingest-".
 	TransactionalIDPrefix string
 	// DeadLetterTopic receives a record for each oversized event. Empty means oversized events are
 	// dropped and only counted.
 	DeadLetterTopic string
+	// CreateDeadLetterTopic says whether and how DeadLetterTopic is created when it does not exist. The
+	// zero value means it is not.
+	CreateDeadLetterTopic TopicCreation
 	// CommitInterval is the longest a transaction stays open once it holds something. Default 100ms.
 	CommitInterval time.Duration
 	// CommitEvents commits a transaction once it holds this many events. Default 1000.
@@ -37,6 +44,11 @@ type Options struct {
 	// BufferEvents is how many parsed events wait between the HTTP reader and the producer; when it is
 	// full the body is not read. Default 1000.
 	BufferEvents int
+	// BufferBytes bounds the bytes of the records between the HTTP reader and Kafka: those waiting for the
+	// producer and those of the open transaction, until it commits. When it is reached the body is not
+	// read, and the open transaction commits early so the reader can go on. A record larger than the
+	// bound passes alone. Default 4 MiB.
+	BufferBytes int64
 	// MaxEventBytes and MaxLineBytes cap one event's data and one line. Zero means the pkg/sse defaults
 	// (4 MiB and 1 MiB).
 	MaxEventBytes, MaxLineBytes int
@@ -69,6 +81,9 @@ func (o *Options) defaults() {
 	if o.BufferEvents <= 0 {
 		o.BufferEvents = 1000
 	}
+	if o.BufferBytes <= 0 {
+		o.BufferBytes = DefaultBufferBytes
+	}
 	if o.BackoffMin <= 0 {
 		o.BackoffMin = time.Second
 	}
@@ -87,6 +102,9 @@ func (o *Options) defaults() {
 		o.Logger = slog.Default()
 	}
 }
+
+// DefaultBufferBytes is the default of Options.BufferBytes.
+const DefaultBufferBytes = 4 << 20
 
 // Stats are a source's counters, read by the metrics at scrape time.
 type Stats struct {
@@ -109,6 +127,9 @@ const (
 	StateStreaming  = "streaming"  // events are flowing
 	StateBackoff    = "backoff"    // waiting before reconnecting
 	StateStopped    = "stopped"    // Run returned
+	// StateTopicMissing: a topic the source writes to does not exist and was not created (see
+	// TopicMissingError); the source waits with a growing backoff and checks again, without connecting.
+	StateTopicMissing = "topic-missing"
 )
 
 // Status is a snapshot of a source for GET /sources.
@@ -183,41 +204,68 @@ func (s *Source) report(r Reason, err error) {
 // Run follows the source until ctx ends (it then returns nil) or the server answers 204 (ErrNoContent).
 // Every other failure is retried: a connection failure by reconnecting from the last committed id, a
 // Kafka failure by building a new transactional producer, which fences the old one and reads the
-// committed checkpoint again.
+// committed checkpoint again. Each start first checks that the topics the source writes to exist
+// (creating them if allowed); while one is missing the source does not connect, reports
+// StateTopicMissing and checks again with a growing backoff.
 func (s *Source) Run(ctx context.Context) error {
 	defer s.setState(StateStopped)
 	bo := &backoff{min: s.opt.BackoffMin, max: s.opt.BackoffMax}
+	s.setState(StateStarting)
 	for {
-		s.setState(StateStarting)
-		p, cp, err := txn.Open(ctx, txn.Config{
-			TransactionalID:    s.opt.TransactionalIDPrefix + s.spec.Name,
-			CheckpointTopic:    s.opt.CheckpointTopic,
-			Key:                s.spec.Name,
-			TransactionTimeout: s.opt.TransactionTimeout,
-			Opts:               s.opt.Kafka,
-		})
-		if err == nil {
-			if cp.Found {
-				s.setCommitted(cp.ID)
-			}
-			err = s.follow(ctx, p, cp, bo)
-			p.Close()
-			if errors.Is(err, ErrNoContent) {
-				return err
-			}
+		err := s.start(ctx, bo)
+		if errors.Is(err, ErrNoContent) {
+			return err
 		}
 		if ctx.Err() != nil {
 			return nil
 		}
-		s.stats.Reconnects[ReasonKafka].Add(1)
-		s.report(ReasonKafka, err)
+		var missing *TopicMissingError
+		if !errors.As(err, &missing) && errors.Is(err, kerr.UnknownTopicOrPartition) {
+			// A topic went away while the source ran: say which one (or create it again, if allowed).
+			if terr := s.ensureTopics(ctx); terr != nil {
+				err = terr
+			}
+		}
+		reason, state, msg := ReasonKafka, StateBackoff, "kafka failed; starting over from the committed checkpoint"
+		if errors.As(err, &missing) {
+			reason, state, msg = ReasonTopicMissing, StateTopicMissing, "a topic the source writes to is missing; checking again"
+		}
+		s.stats.Reconnects[reason].Add(1)
+		s.report(reason, err)
 		d := bo.next()
-		s.log.Warn("kafka failed; starting over from the committed checkpoint", "err", err, "delay", d.String())
-		s.setState(StateBackoff)
+		s.log.Warn(msg, "reason", reason.String(), "err", err, "delay", d.String())
+		s.setState(state)
 		if !sleep(ctx, d) {
 			return nil
 		}
 	}
+}
+
+// start runs the source once: check its topics, open the producer (fencing earlier ones, reading the
+// checkpoint) and follow the stream until something fails.
+func (s *Source) start(ctx context.Context, bo *backoff) error {
+	// The state changes only once the topics are there: a source that is topic-missing stays so while it
+	// checks again, so /readyz does not flicker to ready during each check.
+	if err := s.ensureTopics(ctx); err != nil {
+		return err
+	}
+	s.setState(StateStarting)
+	p, cp, err := txn.Open(ctx, txn.Config{
+		TransactionalID:    s.opt.TransactionalIDPrefix + s.spec.Name,
+		CheckpointTopic:    s.opt.CheckpointTopic,
+		Key:                s.spec.Name,
+		TransactionTimeout: s.opt.TransactionTimeout,
+		Opts:               s.opt.Kafka,
+		Checkpoints:        s.opt.Checkpoints,
+	})
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	if cp.Found {
+		s.setCommitted(cp.ID)
+	}
+	return s.follow(ctx, p, cp, bo)
 }
 
 // follow runs connections with one producer until Kafka fails (the error is returned), the server
@@ -230,8 +278,8 @@ func (s *Source) follow(ctx context.Context, p *txn.Producer, cp txn.Checkpoint,
 	for {
 		o := s.session(ctx, p, lastID)
 		lastID = o.lastID
-		if o.retry > 0 {
-			bo.retry = o.retry
+		if o.hasRetry {
+			bo.retry, bo.hasRetry = o.retry, true
 		}
 		if o.events > 0 {
 			bo.reset()
@@ -279,21 +327,24 @@ type outcome struct {
 	reason     Reason
 	err        error
 	lastID     string        // the last committed id after the connection
-	events     int           // events read on the connection
-	retry      time.Duration // the server's last retry: value; zero means none
+	events     int           // events and id-only blocks read on the connection
+	retry      time.Duration // the server's last retry: value, valid when hasRetry
+	hasRetry   bool          // the server sent a valid retry: field (0 ms is one)
 	retryAfter time.Duration // the Retry-After of a 429 or 5xx; zero means none
 }
 
 // item is what the reader hands the batching loop: a record to produce (nil for an event that writes
-// nothing, such as a filtered one) and the stream's last event id after it.
+// nothing, such as a filtered one or an id-only block) and the stream's last event id after it.
 type item struct {
-	rec *kgo.Record
-	id  string
+	rec  *kgo.Record
+	id   string
+	size int64 // what rec counts against the buffer's byte bound (recordSize)
 }
 
-// session runs one connection: a reader goroutine parses the body into a bounded channel, and this
-// goroutine batches what it receives into transactions. The reader is owned here: it stops when the
-// connection's context is canceled (or the body ends) and is joined before session returns.
+// session runs one connection: a reader goroutine parses the body into a bounded buffer (events and
+// bytes), and this goroutine batches what it receives into transactions. The reader is owned here: it
+// stops when the connection's context is canceled (or the body ends) and is joined before session
+// returns.
 func (s *Source) session(ctx context.Context, p *txn.Producer, lastID string) outcome {
 	connCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -307,17 +358,17 @@ func (s *Source) session(ctx context.Context, p *txn.Producer, lastID string) ou
 	s.setState(StateStreaming)
 	s.log.Info("connected", "last_event_id", lastID)
 
-	items := make(chan item, s.opt.BufferEvents)
+	buf := newBuffer(s.opt.BufferEvents, s.opt.BufferBytes)
 	var rd outcome
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		defer close(items)
-		rd = s.read(connCtx, resp.Body, items, cancel)
+		defer close(buf.items)
+		rd = s.read(connCtx, resp.Body, buf, lastID, cancel)
 	})
-	o = s.batch(ctx, p, items, lastID)
+	o = s.batch(ctx, p, buf, lastID)
 	cancel()
 	wg.Wait()
-	o.events, o.retry = rd.events, rd.retry
+	o.events, o.retry, o.hasRetry = rd.events, rd.retry, rd.hasRetry
 	// batch reports only its own endings (Kafka, shutdown); otherwise the reader's says why the
 	// connection ended.
 	if o.reason != ReasonKafka && o.reason != ReasonShutdown {
@@ -326,20 +377,32 @@ func (s *Source) session(ctx context.Context, p *txn.Producer, lastID string) ou
 	return o
 }
 
-// read parses the body and sends one item per event until the body ends or ctx is canceled. Blocking on
-// a full channel stops the reading of the body, which is the backpressure on the server.
-func (s *Source) read(ctx context.Context, body io.Reader, items chan<- item, cancel context.CancelFunc) outcome {
+// read parses the body and puts one item per event into buf until the body ends or ctx is canceled.
+// Blocking on a full buffer (events or bytes) stops the reading of the body, which is the backpressure on
+// the server.
+//
+// lastID is the id the connection asked for with Last-Event-ID. The parser starts from it: the WHATWG
+// last event id belongs to the event source and outlives a connection, so an event without an id on
+// this connection carries it, as in a browser, and the checkpoint never falls back to empty (which would
+// make the next connection ask for the whole stream again). Id-only blocks come back as items without a
+// record, so the id they set reaches the checkpoint.
+func (s *Source) read(ctx context.Context, body io.Reader, buf *buffer, lastID string, cancel context.CancelFunc) outcome {
 	ir := newIdleReader(body, s.opt.IdleTimeout, &s.stats.Bytes, cancel)
 	defer ir.stop()
-	p := sse.NewParser(ir, sse.WithMaxEventBytes(s.opt.MaxEventBytes), sse.WithMaxLineBytes(s.opt.MaxLineBytes))
+	p := sse.NewParser(ir, sse.WithMaxEventBytes(s.opt.MaxEventBytes), sse.WithMaxLineBytes(s.opt.MaxLineBytes),
+		sse.WithLastEventID(lastID), sse.WithIDOnlyBlocks())
 	var o outcome
 	for {
 		ev, err := p.Next()
 		if d, ok := p.Retry(); ok {
-			o.retry = d
+			o.retry, o.hasRetry = d, true
 		}
 		var it item
 		switch {
+		case err == nil && ev.IDOnly():
+			// No record, but the position moved: committed like a filtered event.
+			o.events++
+			it.id = ev.ID
 		case err == nil:
 			s.stats.Events.Add(1)
 			o.events++
@@ -376,9 +439,8 @@ func (s *Source) read(ctx context.Context, body io.Reader, items chan<- item, ca
 			o.err = err
 			return o
 		}
-		select {
-		case items <- it:
-		case <-ctx.Done():
+		it.size = recordSize(it.rec)
+		if !buf.put(ctx, it) {
 			o.reason = ReasonShutdown
 			if ir.fired.Load() {
 				o.reason, o.err = ReasonIdleTimeout, errIdle
@@ -415,10 +477,12 @@ func (s *Source) deadLetterRecord(idField, id, reason string) *kgo.Record {
 }
 
 // batch produces the items into transactions, committing each with the last id it covers, every
-// CommitInterval or CommitEvents, until items is closed (the connection ended: what was read is
-// committed), Kafka fails (ReasonKafka) or ctx ends (ReasonShutdown).
-func (s *Source) batch(ctx context.Context, p *txn.Producer, items <-chan item, committed string) outcome {
+// CommitInterval or CommitEvents, or early when the reader waits for bytes the open transaction holds
+// (see buffer), until the buffer's channel is closed (the connection ended: what was read is committed),
+// Kafka fails (ReasonKafka) or ctx ends (ReasonShutdown).
+func (s *Source) batch(ctx context.Context, p *txn.Producer, buf *buffer, committed string) outcome {
 	pendingID, n, records, dead := committed, 0, 0, 0
+	var held int64 // bytes of the open transaction's items, released to buf when it commits
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
@@ -440,6 +504,8 @@ func (s *Source) batch(ctx context.Context, p *txn.Producer, items <-chan item, 
 		s.stats.Records.Add(int64(records))
 		s.stats.DeadLettered.Add(int64(dead))
 		committed, n, records, dead, tick = pendingID, 0, 0, 0, nil
+		buf.release(held)
+		held = 0
 		clear(sent)
 		sent = sent[:0]
 		s.setCommitted(committed)
@@ -448,9 +514,15 @@ func (s *Source) batch(ctx context.Context, p *txn.Producer, items <-chan item, 
 	fail := func(err error) outcome {
 		return outcome{reason: ReasonKafka, err: fmt.Errorf("kafka: %w", err), lastID: committed}
 	}
+	// full reports whether the reader waits for bytes that only a commit frees: the open transaction holds
+	// half the bound, or nothing else is queued. (While items are queued, taking them in frees nothing but
+	// moves their bytes into the transaction; committing after each would make a transaction per event.)
+	full := func() bool {
+		return buf.blocked() && (held >= buf.limit/2 || len(buf.items) == 0)
+	}
 	for {
 		select {
-		case it, ok := <-items:
+		case it, ok := <-buf.items:
 			if !ok {
 				if ctx.Err() != nil {
 					return s.stop(ctx, p, commit, committed)
@@ -472,12 +544,20 @@ func (s *Source) batch(ctx context.Context, p *txn.Producer, items <-chan item, 
 				}
 			}
 			pendingID = it.id
+			held += it.size
 			n++
 			if tick == nil {
 				timer.Reset(s.opt.CommitInterval)
 				tick = timer.C
 			}
-			if n >= s.opt.CommitEvents {
+			if n >= s.opt.CommitEvents || full() {
+				if err := commit(ctx); err != nil {
+					return fail(err)
+				}
+			}
+		case <-buf.nudge:
+			// The reader began to wait for bytes while this loop was idle.
+			if full() {
 				if err := commit(ctx); err != nil {
 					return fail(err)
 				}

@@ -31,6 +31,9 @@ type Spec struct {
 	// no checkpoint yet. StartSet false means start at the server's live point ("latest").
 	StartID  string
 	StartSet bool
+	// CreateTopic says whether and how Topic is created when it does not exist. The zero value means it is
+	// not: the source reports it missing and retries.
+	CreateTopic TopicCreation
 }
 
 // AuthKind is the kind of authentication sent with each request.

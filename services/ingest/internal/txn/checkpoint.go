@@ -11,11 +11,35 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// EnsureTopic creates the checkpoint topic with cleanup.policy=compact (one partition, the cluster's
-// default replication) unless it exists.
+// TopicConfigs are the configs EnsureTopic gives a checkpoint topic it creates. Compaction alone is not
+// enough: the log cleaner never touches a partition's active segment, which by default rolls only after
+// 7 days or 1 GiB, so a busy checkpoint topic (a record and a transaction marker per commit, ten commits a
+// second per busy source) would keep gigabytes that every start reads. Hence:
+//
+//   - segment.ms (10 minutes) and segment.bytes (64 MiB) bound the active segment, so at most that much
+//     is never compacted;
+//   - min.cleanable.dirty.ratio 0.1 (default 0.5) starts the cleaner once a tenth of the log is not
+//     compacted, so the dirty part stays small however many sources share the topic;
+//   - delete.retention.ms (1 hour, default 1 day) is how long the cleaner keeps tombstones and the
+//     transaction markers of cleaned segments: a marker per commit would otherwise pile up for a day. A
+//     reader that takes longer than this to read the topic from its start could miss a tombstone; the
+//     checkpoint store reads it once, in seconds.
+var TopicConfigs = map[string]string{
+	"cleanup.policy":            "compact",
+	"segment.ms":                "600000",
+	"segment.bytes":             "67108864",
+	"min.cleanable.dirty.ratio": "0.1",
+	"delete.retention.ms":       "3600000",
+}
+
+// EnsureTopic creates the checkpoint topic with TopicConfigs (one partition, the cluster's default
+// replication) unless it exists. An existing topic is left as it is.
 func EnsureTopic(ctx context.Context, adm *kadm.Client, topic string) error {
-	compact := "compact"
-	resp, err := adm.CreateTopic(ctx, 1, -1, map[string]*string{"cleanup.policy": &compact}, topic)
+	configs := make(map[string]*string, len(TopicConfigs))
+	for k, v := range TopicConfigs {
+		configs[k] = &v
+	}
+	resp, err := adm.CreateTopic(ctx, 1, -1, configs, topic)
 	if err == nil {
 		err = resp.Err
 	}

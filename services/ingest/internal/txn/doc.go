@@ -12,6 +12,11 @@
 // After any error from Add, Commit or Abort the outcome of the open transaction may be unknown; the caller
 // closes the Producer and opens a new one, which fences and re-reads the truth from Kafka.
 //
+// The checkpoint is read through a CheckpointReader: a Store shared by every source of the process, which
+// reads the checkpoint topic once and follows it (see Store), or, without one, a full read of the topic at
+// every Open (ReadCheckpoint).
+//
 // Concurrency: a Producer is used by one goroutine (the source's batching loop). The franz-go client runs
-// its own goroutines, which Close joins; produce promises only record the first error under a mutex.
+// its own goroutines, which Close joins; produce promises only record the first error under a mutex. A Store
+// is run by one goroutine and read by any number (see Store).
 package txn

@@ -26,6 +26,9 @@ type Config struct {
 	TransactionTimeout time.Duration
 	// Opts are the connection options (brokers, TLS, SASL, logger).
 	Opts []kgo.Opt
+	// Checkpoints reads the checkpoint after the fence, usually a Store shared by every source of the
+	// process. Nil means Open reads the whole checkpoint topic itself (ReadCheckpoint).
+	Checkpoints CheckpointReader
 }
 
 // Checkpoint is a source's committed position.
@@ -49,7 +52,7 @@ type Producer struct {
 }
 
 // Open creates the source's transactional client, fences earlier producers with the same transactional
-// id, and reads the source's checkpoint (read_committed) from the checkpoint topic.
+// id, and only then reads the source's checkpoint (read_committed) through cfg.Checkpoints.
 func Open(ctx context.Context, cfg Config) (*Producer, Checkpoint, error) {
 	if cfg.TransactionTimeout <= 0 {
 		cfg.TransactionTimeout = 10 * time.Second
@@ -73,7 +76,11 @@ func Open(ctx context.Context, cfg Config) (*Producer, Checkpoint, error) {
 		cl.Close()
 		return nil, Checkpoint{}, fmt.Errorf("txn: init producer id %s: %w", cfg.TransactionalID, err)
 	}
-	cp, err := ReadCheckpoint(ctx, cfg.Opts, cfg.CheckpointTopic, cfg.Key)
+	checkpoints := cfg.Checkpoints
+	if checkpoints == nil {
+		checkpoints = topicReader{opts: cfg.Opts, topic: cfg.CheckpointTopic}
+	}
+	cp, err := checkpoints.Get(ctx, cfg.Key)
 	if err != nil {
 		cl.Close()
 		return nil, Checkpoint{}, err
