@@ -22,9 +22,14 @@ test: $(BROWSER_DEPS)
 $(BROWSER_DEPS): tests/browser/package.json tests/browser/package-lock.json
 	cd tests/browser && npm ci --no-audit --no-fund
 
+POOL_REPEAT            ?= 10
+
 test-go:
 	$(GO) vet ./...
 	$(GO) test $(GOTEST_FLAGS) ./...
+	@# The writer pool's tests race real sockets and timers: run them again and again, so that a flaky one
+	@# shows up here rather than after it lands.
+	$(GO) test -race -count=$(POOL_REPEAT) -run '^TestPool' ./services/gateway/internal/stream/
 
 ## build: the service binaries into .run/bin
 build:
