@@ -7,7 +7,7 @@
 // It follows Kafka's rules as a read_committed reader sees them: every record, marker and aborted record
 // takes an offset; a fetch returns the committed records below the last stable offset and moves past every
 // offset it covered; an offset below the low watermark is out of range. The gateway's tests against a real
-// broker prove the same behaviours, so the fake is checked against the truth.
+// broker prove the same behaviors, so the fake is checked against the truth.
 //
 // Concurrency: a Cluster is safe for concurrent use.
 package memlog

@@ -23,7 +23,7 @@ import (
 
 // The seam tests run whole gateway pods (feed, ring, replay pool, streams, HTTP on loopback) against an
 // in-memory Kafka log (memlog), so that the topic shapes real clusters have are table-tested in
-// milliseconds. The app package's tests prove the same behaviours against a real broker.
+// milliseconds. The app package's tests prove the same behaviors against a real broker.
 
 // pod is one gateway pod reading a memlog cluster.
 type pod struct {
@@ -143,18 +143,6 @@ func (c *seamClient) next(t *testing.T) sse.Event {
 	case <-time.After(5 * time.Second):
 		t.Fatal("no event within 5 s")
 		return sse.Event{}
-	}
-}
-
-// none fails t when an event arrives within d.
-func (c *seamClient) none(t *testing.T, d time.Duration) {
-	t.Helper()
-	select {
-	case ev, ok := <-c.evs:
-		if ok {
-			t.Fatalf("unexpected event %+v", ev)
-		}
-	case <-time.After(d):
 	}
 }
 
