@@ -329,8 +329,10 @@ func TestSeamKeyFilterPartitionsAdded(t *testing.T) {
 			if ev := c.next(t); ev.Data != "stale producer" {
 				t.Fatalf("a record of the key in its old partition: %+v", ev)
 			}
-			// The id lists both partitions: a resume on a pod that never saw the old count keeps both.
-			c2 := startPod(t, kc, "t", podOpts{}).open(t, "?key="+key, "")
+			// A new stream on a pod that only ever saw the new count reads the key's new partition.
+			pd2 := startPod(t, kc, "t", podOpts{})
+			pd2.waitReady(t)
+			c2 := pd2.open(t, "?key="+key, "")
 			rec(moved, key, "last")
 			for _, cl := range []*seamClient{c, c2} {
 				if ev := cl.next(t); ev.Data != "last" {
