@@ -7,7 +7,7 @@ GOLANGCI_LINT          := $(CACHE)/bin/golangci-lint-$(GOLANGCI_LINT_VERSION).d/
 GOTEST_FLAGS           ?= -race -count=1 -timeout 15m
 FUZZTIME               ?= 15s
 
-.PHONY: run test test-go lint fmt vet bench fuzz tidy-check build clean loadtest
+.PHONY: run test test-go lint fmt vet bench fuzz tidy-check build clean loadtest image
 
 ## run: gateway + local Kafka + demo producer; open http://127.0.0.1:8080/
 run:
@@ -30,6 +30,10 @@ test-go:
 	@# The writer pool's tests race real sockets and timers: run them again and again, so that a flaky one
 	@# shows up here rather than after it lands.
 	$(GO) test -race -count=$(POOL_REPEAT) -run '^TestPool' ./services/gateway/internal/stream/
+
+## image: an OCI image tarball of each service in .run/image (IMAGE_PLATFORMS=linux/amd64,linux/arm64 for multi-arch)
+image:
+	scripts/image.sh
 
 ## build: the service binaries into .run/bin
 build:
