@@ -11,12 +11,16 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/ssegate/ssegate/services/gateway/internal/app"
 )
 
 func main() {
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	if len(os.Args) > 1 && os.Args[1] == "probe-stream" {
+		os.Exit(probe(os.Args[2:], log))
+	}
 	cfg, err := app.Load(os.Args[1:], os.Getenv, os.Stderr)
 	if errors.Is(err, app.ErrHelp) {
 		os.Exit(0)
@@ -32,6 +36,22 @@ func main() {
 		log.Error("gateway failed: " + err.Error())
 		os.Exit(1)
 	}
+}
+
+// probe checks that a stream opens (the chart's helm test, in this image, which has no shell).
+func probe(args []string, log *slog.Logger) int {
+	if len(args) != 1 {
+		log.Error(app.ErrProbeUsage.Error())
+		return 2
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := app.ProbeStream(ctx, args[0]); err != nil {
+		log.Error(err.Error())
+		return 1
+	}
+	log.Info("stream answered", "url", args[0])
+	return 0
 }
 
 func run(cfg app.Config, log *slog.Logger) error {

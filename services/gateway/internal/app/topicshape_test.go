@@ -331,3 +331,22 @@ func TestTopicRecreatedWhileServed(t *testing.T) {
 		t.Fatalf("after the resync: %+v", evs[1:])
 	}
 }
+
+// TestProbeStream: the helm test's probe passes on a gateway's stream and fails on a 404 and on a server that
+// is not a stream.
+func TestProbeStream(t *testing.T) {
+	topic := kafkatest.NewTopic(t, 1, nil)
+	g := startGateway(t, []string{topic}, nil)
+	g.waitReady(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := ProbeStream(ctx, g.url+"/streams/"+topic+"?heartbeat=200"); err != nil {
+		t.Fatalf("probe of a stream: %v", err)
+	}
+	if err := ProbeStream(ctx, g.url+"/streams/nope"); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Fatalf("probe of an unserved topic: %v", err)
+	}
+	if err := ProbeStream(ctx, g.url+"/"); err == nil || !strings.Contains(err.Error(), "Content-Type") {
+		t.Fatalf("probe of the dashboard: %v", err)
+	}
+}

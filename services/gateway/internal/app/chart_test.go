@@ -1,0 +1,293 @@
+package app
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/goccy/go-yaml"
+	chartcommon "helm.sh/helm/v4/pkg/chart/common"
+	chartutil "helm.sh/helm/v4/pkg/chart/common/util"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	"helm.sh/helm/v4/pkg/engine"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer/json"
+	"k8s.io/client-go/kubernetes/scheme"
+)
+
+var updateChart = flag.Bool("update-chart", false, "rewrite the chart's golden files in testdata/chart")
+
+// chartValueSets are the value sets the chart is rendered with: what a first install sets, everything on,
+// and everything optional off.
+var chartValueSets = map[string]map[string]any{
+	"default": {
+		"kafka":   map[string]any{"brokers": []any{"kafka-0.kafka:9092"}},
+		"gateway": map[string]any{"topics": []any{"orders"}},
+	},
+	"everything": {
+		"kafka": map[string]any{
+			"brokers": []any{"b1:9093", "b2:9093"},
+			"tls":     map[string]any{"enabled": true, "caSecret": "kafka-ca", "clientCertSecret": "kafka-client", "serverName": "kafka.example.com"},
+			"sasl":    map[string]any{"mechanism": "SCRAM-SHA-512", "username": "ssegate", "passwordSecret": map[string]any{"name": "kafka-pw", "key": "pw"}},
+		},
+		"gateway": map[string]any{
+			"topics": []any{"orders", "payments"}, "replicas": 3, "drainSeconds": 30, "endpointPropagationSeconds": 8,
+			"autoscaling": map[string]any{"enabled": true, "targetConnectionsPerPod": 5000},
+			"ingress":     map[string]any{"enabled": true, "hosts": []any{"events.example.com"}},
+			"httpRoute":   map[string]any{"enabled": true, "parentRefs": []any{map[string]any{"name": "public"}}},
+		},
+		"metrics": map[string]any{"serviceMonitor": map[string]any{"enabled": true}, "prometheusRule": map[string]any{"enabled": true}},
+		"ingest": map[string]any{"enabled": true, "sources": []any{map[string]any{"name": "wiki", "url": "https://stream.example.com/sse", "topic": "wiki"}},
+			"secretMounts": map[string]any{"upstream-token": "/etc/ssegate/upstream"}},
+		"redis": map[string]any{"bundled": true},
+	},
+	"minimal": {
+		"kafka": map[string]any{"brokers": []any{"k:9092"}},
+		"gateway": map[string]any{"topics": []any{"t"}, "replicas": 1, "podDisruptionBudget": map[string]any{"enabled": false},
+			"networkPolicy": map[string]any{"enabled": false}, "topologySpread": false},
+		"test": map[string]any{"enabled": false},
+	},
+}
+
+// renderChart renders the chart in helm/ssegate with vals, as `helm template` does (with the schema checked),
+// and returns the manifests by template name.
+func renderChart(t *testing.T, vals map[string]any) (map[string]string, error) {
+	t.Helper()
+	ch, err := loader.Load("../../../../helm/ssegate")
+	if err != nil {
+		t.Fatalf("load chart: %v", err)
+	}
+	caps := chartcommon.DefaultCapabilities.Copy()
+	caps.KubeVersion = chartcommon.KubeVersion{Version: "v1.34.4", Major: "1", Minor: "34"}
+	rv, err := chartutil.ToRenderValuesWithSchemaValidation(ch, vals,
+		chartcommon.ReleaseOptions{Name: "sse", Namespace: "events", IsInstall: true, Revision: 1}, caps, false)
+	if err != nil {
+		return nil, err
+	}
+	return engine.Render(ch, rv)
+}
+
+// objects decodes every object of the rendered manifests strictly into its k8s.io/api type (an unknown or
+// misplaced field fails); kinds the client-go scheme does not know (CRDs) are decoded as YAML maps.
+func objects(t *testing.T, out map[string]string) (typed []runtime.Object, other []map[string]any, all string) {
+	t.Helper()
+	dec := json.NewSerializerWithOptions(json.DefaultMetaFactory, scheme.Scheme, scheme.Scheme, json.SerializerOptions{Yaml: true, Strict: true})
+	names := slices.Sorted(func(yield func(string) bool) {
+		for k := range out {
+			if !yield(k) {
+				return
+			}
+		}
+	})
+	var b strings.Builder
+	for _, name := range names {
+		for _, doc := range strings.Split(out[name], "\n---") {
+			if strings.TrimSpace(strings.TrimPrefix(doc, "---")) == "" || !strings.Contains(doc, "kind:") {
+				continue
+			}
+			fmt.Fprintf(&b, "# %s\n%s\n---\n", name, strings.TrimSpace(doc))
+			obj, gvk, err := dec.Decode([]byte(doc), nil, nil)
+			if err == nil {
+				typed = append(typed, obj)
+				continue
+			}
+			if gvk != nil && runtime.IsNotRegisteredError(err) {
+				var m map[string]any
+				if err := yaml.Unmarshal([]byte(doc), &m); err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				other = append(other, m)
+				continue
+			}
+			t.Fatalf("%s: strict decode: %v\n%s", name, err, doc)
+		}
+	}
+	return typed, other, b.String()
+}
+
+func find[T runtime.Object](typed []runtime.Object) []T {
+	var out []T
+	for _, o := range typed {
+		if x, ok := o.(T); ok {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// TestChartRenders renders the chart with each value set, decodes every object strictly, checks the
+// invariants below, and compares the output with the golden files (-update-chart rewrites them).
+func TestChartRenders(t *testing.T) {
+	for name, vals := range chartValueSets {
+		t.Run(name, func(t *testing.T) {
+			out, err := renderChart(t, vals)
+			if err != nil {
+				t.Fatalf("render: %v", err)
+			}
+			typed, other, all := objects(t, out)
+			checkChartInvariants(t, vals, typed, other)
+			golden := filepath.Join("testdata", "chart", name+".yaml")
+			if *updateChart {
+				if err := os.MkdirAll(filepath.Dir(golden), 0o750); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(golden, []byte(all), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run with -update-chart)", err)
+			}
+			if string(want) != all {
+				t.Errorf("the rendered chart differs from %s (run with -update-chart and review the diff)", golden)
+			}
+		})
+	}
+}
+
+func intValue(vals map[string]any, key string, def int) int {
+	if g, ok := vals["gateway"].(map[string]any); ok {
+		if v, ok := g[key].(int); ok {
+			return v
+		}
+	}
+	return def
+}
+
+func checkChartInvariants(t *testing.T, vals map[string]any, typed []runtime.Object, other []map[string]any) {
+	t.Helper()
+	sts := find[*appsv1.StatefulSet](typed)
+	if len(sts) != 1 {
+		t.Fatalf("%d StatefulSets", len(sts))
+	}
+	s := sts[0]
+	if s.Spec.PodManagementPolicy != appsv1.ParallelPodManagement || s.Spec.MinReadySeconds <= 0 {
+		t.Errorf("podManagementPolicy %q minReadySeconds %d", s.Spec.PodManagementPolicy, s.Spec.MinReadySeconds)
+	}
+	pod := s.Spec.Template.Spec
+	drain, prop := intValue(vals, "drainSeconds", 10), intValue(vals, "endpointPropagationSeconds", 5)
+	if g := pod.TerminationGracePeriodSeconds; g == nil || *g < int64(drain+prop+10) {
+		t.Errorf("grace period %v does not cover propagation %d + drain %d + write timeout 10", g, prop, drain)
+	}
+	if pod.AutomountServiceAccountToken == nil || *pod.AutomountServiceAccountToken {
+		t.Error("a service account token is mounted")
+	}
+	if s.Spec.Template.Annotations["checksum/config"] == "" {
+		t.Error("no checksum/config annotation")
+	}
+	c := pod.Containers[0]
+	if c.Lifecycle == nil || c.Lifecycle.PreStop == nil || c.Lifecycle.PreStop.Sleep == nil || int(c.Lifecycle.PreStop.Sleep.Seconds) != prop {
+		t.Errorf("preStop %+v, want a sleep of %d s", c.Lifecycle, prop)
+	}
+	checkRestricted(t, "gateway", pod, c)
+	ports := map[string]int32{}
+	for _, p := range c.Ports {
+		ports[p.Name] = p.ContainerPort
+	}
+	if ports["http"] != 8080 || ports["admin"] != 9090 {
+		t.Errorf("container ports %v", ports)
+	}
+	for what, pr := range map[string]*corev1.Probe{"readiness": c.ReadinessProbe, "liveness": c.LivenessProbe, "startup": c.StartupProbe} {
+		if pr == nil || pr.HTTPGet == nil || pr.HTTPGet.Port.StrVal != "admin" {
+			t.Errorf("%s probe %+v, want an HTTP probe on the admin port", what, pr)
+		}
+	}
+	if c.ReadinessProbe.HTTPGet.Path != "/readyz" || c.LivenessProbe.HTTPGet.Path != "/healthz" {
+		t.Error("probe paths")
+	}
+	// The gateway's configuration file is one the gateway loads, and its drain is the chart's.
+	var cm *corev1.ConfigMap
+	for _, m := range find[*corev1.ConfigMap](typed) {
+		if strings.HasSuffix(m.Name, "-gateway") {
+			cm = m
+		}
+	}
+	if cm == nil {
+		t.Fatal("no gateway ConfigMap")
+	}
+	dir := t.TempDir()
+	file := filepath.Join(dir, "gateway.yaml")
+	if err := os.WriteFile(file, []byte(cm.Data["gateway.yaml"]), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(cm.Data["gateway.yaml"], "kafka-sasl") {
+		// The password file the chart mounts from the Secret.
+		pw := filepath.Join(dir, "pw")
+		_ = os.WriteFile(pw, []byte("x"), 0o600)
+		cm.Data["gateway.yaml"] = strings.ReplaceAll(cm.Data["gateway.yaml"], "/etc/ssegate/kafka-sasl/password", pw)
+		_ = os.WriteFile(file, []byte(cm.Data["gateway.yaml"]), 0o600)
+	}
+	cfg, err := Load([]string{"--config", file}, func(string) string { return "" }, io.Discard)
+	if err != nil {
+		t.Fatalf("the gateway rejects the chart's configuration: %v\n%s", err, cm.Data["gateway.yaml"])
+	}
+	if int(cfg.Drain.Seconds()) != drain {
+		t.Errorf("drain %v, want %d s", cfg.Drain, drain)
+	}
+	// The Service for clients exposes the stream port only; the admin port is on the headless Service.
+	for _, svc := range find[*corev1.Service](typed) {
+		if strings.HasSuffix(svc.Name, "-gateway") {
+			if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].TargetPort.StrVal != "http" || svc.Spec.SessionAffinity != corev1.ServiceAffinityNone {
+				t.Errorf("client Service %+v", svc.Spec)
+			}
+		}
+	}
+	for _, ing := range find[*networkingv1.Ingress](typed) {
+		if ing.Annotations["nginx.ingress.kubernetes.io/proxy-buffering"] != "off" || ing.Annotations["nginx.ingress.kubernetes.io/proxy-read-timeout"] != "3600" {
+			t.Errorf("Ingress without SSE-safe settings: %v", ing.Annotations)
+		}
+	}
+	for _, m := range other {
+		if m["kind"] == "HTTPRoute" {
+			spec, _ := m["spec"].(map[string]any)
+			rules, _ := spec["rules"].([]any)
+			r0, _ := rules[0].(map[string]any)
+			to, _ := r0["timeouts"].(map[string]any)
+			if to["request"] != "0s" {
+				t.Errorf("HTTPRoute timeouts %v, want request 0s", to)
+			}
+		}
+	}
+	for _, d := range find[*appsv1.Deployment](typed) {
+		checkRestricted(t, d.Name, d.Spec.Template.Spec, d.Spec.Template.Spec.Containers[0])
+	}
+}
+
+// checkRestricted checks the restricted Pod Security Standard.
+func checkRestricted(t *testing.T, what string, pod corev1.PodSpec, c corev1.Container) {
+	t.Helper()
+	sc := c.SecurityContext
+	if sc == nil || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation || sc.ReadOnlyRootFilesystem == nil ||
+		!*sc.ReadOnlyRootFilesystem || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot || sc.Capabilities == nil ||
+		!slices.Contains(sc.Capabilities.Drop, "ALL") || sc.SeccompProfile == nil || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Errorf("%s: container security context %+v is not restricted", what, sc)
+	}
+	if pod.SecurityContext == nil || pod.SecurityContext.RunAsNonRoot == nil || !*pod.SecurityContext.RunAsNonRoot {
+		t.Errorf("%s: pod security context %+v", what, pod.SecurityContext)
+	}
+}
+
+// TestChartRequiredValues: a first install without brokers or topics fails with a message naming the value.
+func TestChartRequiredValues(t *testing.T) {
+	for _, tc := range []struct {
+		vals map[string]any
+		want string
+	}{
+		{map[string]any{"gateway": map[string]any{"topics": []any{"t"}}}, "kafka.brokers is required"},
+		{map[string]any{"kafka": map[string]any{"brokers": []any{"k:9092"}}}, "gateway.topics is required"},
+	} {
+		_, err := renderChart(t, tc.vals)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("render %v: %v, want %q", tc.vals, err, tc.want)
+		}
+	}
+}
