@@ -7,7 +7,7 @@ GOLANGCI_LINT          := $(CACHE)/bin/golangci-lint-$(GOLANGCI_LINT_VERSION).d/
 GOTEST_FLAGS           ?= -race -count=1 -timeout 15m
 FUZZTIME               ?= 15s
 
-.PHONY: run test test-go lint fmt vet bench fuzz tidy-check build clean loadtest image
+.PHONY: run test test-go lint fmt vet bench fuzz tidy-check build clean loadtest image helm-docs
 
 ## run: gateway + local Kafka + demo producer; open http://127.0.0.1:8080/
 run:
@@ -34,6 +34,10 @@ test-go:
 ## image: an OCI image tarball of each service in .run/image (IMAGE_PLATFORMS=linux/amd64,linux/arm64 for multi-arch)
 image:
 	scripts/image.sh
+
+## helm-docs: the chart's values.schema.json and README values table, from the comments in values.yaml
+helm-docs:
+	$(GO) run ./tools/chartdoc
 
 ## build: the service binaries into .run/bin
 build:

@@ -4,6 +4,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math/rand/v2"
+	"os/exec"
 	"os"
 	"path/filepath"
 	"slices"
@@ -193,7 +195,7 @@ func checkChartInvariants(t *testing.T, vals map[string]any, typed []runtime.Obj
 	for _, p := range c.Ports {
 		ports[p.Name] = p.ContainerPort
 	}
-	if ports["http"] != 8080 || ports["admin"] != 9090 {
+	if ports["http"] != int32(intValue(vals, "port", 8080)) || ports["admin"] != int32(intValue(vals, "adminPort", 9090)) {
 		t.Errorf("container ports %v", ports)
 	}
 	for what, pr := range map[string]*corev1.Probe{"readiness": c.ReadinessProbe, "liveness": c.LivenessProbe, "startup": c.StartupProbe} {
@@ -289,5 +291,54 @@ func TestChartRequiredValues(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("render %v: %v, want %q", tc.vals, err, tc.want)
 		}
+	}
+}
+
+// TestChartSchema: values.schema.json and the README's values table are what values.yaml says, a value of
+// the wrong type or an unknown value is refused before anything renders, and random values of the right
+// types render.
+func TestChartSchema(t *testing.T) {
+	cmd := exec.Command("go", "run", "./tools/chartdoc", "-check")
+	cmd.Dir = "../../../.."
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("chartdoc -check: %v\n%s", err, out)
+	}
+	base := func() map[string]any {
+		return map[string]any{"kafka": map[string]any{"brokers": []any{"k:9092"}}, "gateway": map[string]any{"topics": []any{"t"}}}
+	}
+	for _, tc := range []struct {
+		name string
+		set  func(v map[string]any)
+	}{
+		{"replicas not a number", func(v map[string]any) { v["gateway"].(map[string]any)["replicas"] = "two" }},
+		{"unknown value", func(v map[string]any) { v["gateway"].(map[string]any)["replica"] = 2 }},
+		{"port zero", func(v map[string]any) { v["gateway"].(map[string]any)["port"] = 0 }},
+		{"bad log level", func(v map[string]any) { v["gateway"].(map[string]any)["logLevel"] = "loud" }},
+		{"bad SASL mechanism", func(v map[string]any) { v["kafka"].(map[string]any)["sasl"] = map[string]any{"mechanism": "GSSAPI"} }},
+	} {
+		v := base()
+		tc.set(v)
+		if _, err := renderChart(t, v); err == nil || !strings.Contains(err.Error(), "schema") {
+			t.Errorf("%s: %v, want a schema error", tc.name, err)
+		}
+	}
+	rnd := rand.New(rand.NewPCG(1, 2)) //nolint:gosec // reproducible test values
+	for i := range 50 {
+		v := base()
+		g := v["gateway"].(map[string]any)
+		g["replicas"] = 1 + rnd.IntN(9)
+		g["drainSeconds"] = rnd.IntN(120)
+		g["endpointPropagationSeconds"] = rnd.IntN(30)
+		g["heartbeat"] = fmt.Sprintf("%ds", 1+rnd.IntN(60))
+		g["prefill"] = rnd.IntN(100000)
+		g["port"], g["adminPort"] = 1024+rnd.IntN(1000), 3000+rnd.IntN(1000)
+		g["podDisruptionBudget"] = map[string]any{"enabled": rnd.IntN(2) == 0}
+		g["autoscaling"] = map[string]any{"enabled": rnd.IntN(2) == 0, "targetConnectionsPerPod": rnd.IntN(3) * 1000}
+		out, err := renderChart(t, v)
+		if err != nil {
+			t.Fatalf("random values %d %v: %v", i, g, err)
+		}
+		typed, other, _ := objects(t, out)
+		checkChartInvariants(t, v, typed, other)
 	}
 }
