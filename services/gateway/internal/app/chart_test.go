@@ -25,7 +25,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 )
 
-var updateChart = flag.Bool("update-chart", false, "rewrite the chart's golden files in testdata/chart")
+var updateChart = flag.Bool("update-chart", false, "rewrite the chart's golden files in testdata/chart and k8s/base (go test ... -args -update-chart)")
 
 // chartValueSets are the value sets the chart is rendered with: what a first install sets, everything on,
 // and everything optional off.
@@ -63,6 +63,12 @@ var chartValueSets = map[string]map[string]any{
 // and returns the manifests by template name.
 func renderChart(t *testing.T, vals map[string]any) (map[string]string, error) {
 	t.Helper()
+	return renderChartAs(t, "sse", "events", vals)
+}
+
+// renderChartAs renders the chart as release name in namespace.
+func renderChartAs(t *testing.T, name, namespace string, vals map[string]any) (map[string]string, error) {
+	t.Helper()
 	ch, err := loader.Load("../../../../helm/ssegate")
 	if err != nil {
 		t.Fatalf("load chart: %v", err)
@@ -70,7 +76,7 @@ func renderChart(t *testing.T, vals map[string]any) (map[string]string, error) {
 	caps := chartcommon.DefaultCapabilities.Copy()
 	caps.KubeVersion = chartcommon.KubeVersion{Version: "v1.34.4", Major: "1", Minor: "34"}
 	rv, err := chartutil.ToRenderValuesWithSchemaValidation(ch, vals,
-		chartcommon.ReleaseOptions{Name: "sse", Namespace: "events", IsInstall: true, Revision: 1}, caps, false)
+		chartcommon.ReleaseOptions{Name: name, Namespace: namespace, IsInstall: true, Revision: 1}, caps, false)
 	if err != nil {
 		return nil, err
 	}
@@ -340,5 +346,41 @@ func TestChartSchema(t *testing.T) {
 		}
 		typed, other, _ := objects(t, out)
 		checkChartInvariants(t, v, typed, other)
+	}
+}
+
+// TestPlainManifests: k8s/base holds the chart's objects rendered for release "ssegate" with k8s/values.yaml,
+// without the helm test pod (-update-chart rewrites it), so users without Helm install the same objects.
+func TestPlainManifests(t *testing.T) {
+	root := "../../../../k8s"
+	src, err := os.ReadFile(filepath.Join(root, "values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vals map[string]any
+	if err := yaml.Unmarshal(src, &vals); err != nil {
+		t.Fatal(err)
+	}
+	out, err := renderChartAs(t, "ssegate", "ssegate", vals)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name := range out {
+		if strings.Contains(name, "/tests/") {
+			delete(out, name)
+		}
+	}
+	_, _, all := objects(t, out)
+	all = "# Generated from helm/ssegate with k8s/values.yaml by TestPlainManifests (go test -run TestPlainManifests\n" +
+		"# ./services/gateway/internal/app -args -update-chart). Do not edit: change the chart or the values.\n" + all
+	path := filepath.Join(root, "base", "ssegate.yaml")
+	if *updateChart {
+		if err := os.WriteFile(path, []byte(all), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil || string(want) != all {
+		t.Fatalf("%s is not the chart's rendering (%v): run with -update-chart", path, err)
 	}
 }
