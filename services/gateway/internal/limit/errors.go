@@ -21,6 +21,8 @@ type Refusal struct {
 	// RetryAfter is how long the client should wait before it tries again; zero from a Store (the Limiter
 	// sets it).
 	RetryAfter time.Duration
+	// Err is, for KindStore, the *StoreError that made the limiter refuse; nil otherwise.
+	Err error
 }
 
 func (r *Refusal) Error() string {
@@ -33,10 +35,15 @@ func (r *Refusal) Error() string {
 		return fmt.Sprintf("limit: too many streams from this address (at most %g)", r.Max)
 	case KindSubject:
 		return fmt.Sprintf("limit: too many streams for this token subject (at most %g)", r.Max)
+	case KindStore:
+		return "limit: stream quota store unavailable; try again later"
 	default:
 		return "limit: refused"
 	}
 }
+
+// Unwrap returns Err: a refusal of KindStore matches ErrStoreUnavailable.
+func (r *Refusal) Unwrap() error { return r.Err }
 
 // StoreError is a Store that could not answer: Redis unreachable, slow or failing. It matches
 // ErrStoreUnavailable.

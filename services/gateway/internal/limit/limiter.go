@@ -16,10 +16,8 @@ import (
 type Stats struct {
 	// Open counts the streams admitted and not yet released.
 	Open atomic.Int64
-	// Refused counts streams refused by a limit, by Kind.
+	// Refused counts streams refused, by Kind (KindStore: the store could not answer, fail-closed).
 	Refused [numKinds]atomic.Int64
-	// Unavailable counts streams refused because the store could not answer (fail-closed).
-	Unavailable atomic.Int64
 	// FailedOpen counts streams admitted on this pod's own counts because the store could not answer
 	// (fail-open).
 	FailedOpen atomic.Int64
@@ -112,8 +110,8 @@ func WithStore(s Store) Option {
 }
 
 // WithFailOpen decides what happens when the store cannot answer: true admits the stream if this pod's own
-// counts allow it (logged, and counted in Stats.FailedOpen); false refuses it with a *StoreError. Default
-// true.
+// counts allow it (logged, and counted in Stats.FailedOpen); false refuses it with a *Refusal of KindStore.
+// Default true.
 func WithFailOpen(open bool) Option {
 	return func(l *Limiter) error {
 		l.failOpen = open
@@ -174,8 +172,8 @@ func (s *Lease) Release() {
 
 // Admit decides whether a new stream from client address ip (the zero Addr when unknown: not counted per
 // address) with token subject ("" when anonymous: not counted per subject) may start. It returns a Lease,
-// or a *Refusal (with the time the client should wait), or, when the store cannot answer and the limiter
-// fails closed, a *StoreError. The checks go from the cheapest: the pod's rate (so that a flood never
+// or a *Refusal with the time the client should wait: of KindStore (matching ErrStoreUnavailable) when the
+// store cannot answer and the limiter fails closed. The checks go from the cheapest: the pod's rate (so that a flood never
 // reaches Redis), the pod's open streams, this pod's counts per identity, then the store's.
 func (l *Limiter) Admit(ctx context.Context, ip netip.Addr, subject string) (*Lease, error) {
 	if l.bucket != nil {
@@ -227,13 +225,12 @@ func (l *Limiter) Admit(ctx context.Context, ip netip.Addr, subject string) (*Le
 func (l *Limiter) refused(err error) error {
 	l.Stats.Open.Add(-1)
 	var r *Refusal
-	if errors.As(err, &r) {
-		l.Stats.Refused[r.Kind].Add(1)
-		r.RetryAfter = retryAfter(0)
-		return r
+	if !errors.As(err, &r) {
+		r = &Refusal{Kind: KindStore, Err: err}
 	}
-	l.Stats.Unavailable.Add(1)
-	return err
+	l.Stats.Refused[r.Kind].Add(1)
+	r.RetryAfter = retryAfter(0)
+	return r
 }
 
 // Count returns the streams counted under key: by every pod with a shared store, else by this one.

@@ -133,8 +133,12 @@ func TestLimiterRedisDown(t *testing.T) {
 	if !errors.Is(err, ErrStoreUnavailable) {
 		t.Fatalf("fail-closed Admit with Redis down: %v, want ErrStoreUnavailable", err)
 	}
-	if u, o := closed.Stats.Unavailable.Load(), closed.Stats.Open.Load(); u != 1 || o != 0 {
-		t.Errorf("fail-closed: Unavailable %d, Open %d; want 1 and 0", u, o)
+	var r *Refusal
+	if !errors.As(err, &r) || r.Kind != KindStore || r.RetryAfter < time.Second {
+		t.Errorf("fail-closed Admit with Redis down: %#v, want a refusal of kind quota_store with a wait", err)
+	}
+	if u, o := closed.Stats.Refused[KindStore].Load(), closed.Stats.Open.Load(); u != 1 || o != 0 {
+		t.Errorf("fail-closed: Refused[quota_store] %d, Open %d; want 1 and 0", u, o)
 	}
 	// Anonymous streams without an address limit never ask Redis.
 	l := newLimiter(t, WithMaxPerSubject(1), WithFailOpen(false))

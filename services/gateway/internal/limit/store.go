@@ -20,11 +20,13 @@ const (
 	KindIP
 	// KindSubject: the streams of one token subject, cluster-wide with Redis.
 	KindSubject
+	// KindStore: the quota store could not answer and the limiter fails closed.
+	KindStore
 
 	numKinds
 )
 
-var kindNames = [numKinds]string{"pod_rate", "pod_streams", "ip", "subject"}
+var kindNames = [numKinds]string{"pod_rate", "pod_streams", "ip", "subject", "quota_store"}
 
 // String returns the kind's label, e.g. "ip".
 func (k Kind) String() string {
