@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -26,6 +27,7 @@ const maxConnections = 10000
 type config struct {
 	Mode        string
 	URLs        []string // gateway base URLs, checked to be loopback
+	AdminURLs   []string // the gateways' admin ports (readyz, metrics), one per URL, checked to be loopback
 	Topic       string
 	Brokers     []string // checked to be loopback
 	CreateTopic bool
@@ -57,13 +59,15 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	var c config
 	fs := flag.NewFlagSet("loadtest", flag.ContinueOnError)
 	fs.SetOutput(out)
-	var urls, brokers, pids string
+	var urls, adminURLs, brokers, pids string
 	defBrokers := getenv("KAFKA_BROKERS")
 	if defBrokers == "" {
 		defBrokers = "127.0.0.1:9092"
 	}
 	fs.StringVar(&c.Mode, "mode", modeSteady, "scenario: steady, idle, storm or slow")
 	fs.StringVar(&urls, "url", "http://127.0.0.1:8080", "gateway base URLs, comma-separated; connection i goes to URL i mod n (loopback only)")
+	fs.StringVar(&adminURLs, "admin-url", "http://127.0.0.1:9090",
+		"the gateways' admin base URLs (/readyz, /metrics), comma-separated, one per --url in the same order (loopback only)")
 	fs.StringVar(&c.Topic, "topic", "loadtest", "topic to produce to and stream")
 	fs.StringVar(&brokers, "brokers", defBrokers, "Kafka seed brokers, comma-separated (loopback only); default $KAFKA_BROKERS, else 127.0.0.1:9092")
 	fs.BoolVar(&c.CreateTopic, "create-topic", false, "create the topic (replication factor 1) if it does not exist")
@@ -97,6 +101,11 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 			c.URLs = append(c.URLs, strings.TrimSuffix(u, "/"))
 		}
 	}
+	for u := range strings.SplitSeq(adminURLs, ",") {
+		if u = strings.TrimSpace(u); u != "" {
+			c.AdminURLs = append(c.AdminURLs, strings.TrimSuffix(u, "/"))
+		}
+	}
 	for b := range strings.SplitSeq(brokers, ",") {
 		if b = strings.TrimSpace(b); b != "" {
 			c.Brokers = append(c.Brokers, b)
@@ -128,10 +137,13 @@ func (c config) validate() error {
 	if len(c.URLs) == 0 {
 		return errors.New("--url: at least one gateway URL is required")
 	}
-	for _, u := range c.URLs {
+	for _, u := range append(slices.Clone(c.URLs), c.AdminURLs...) {
 		if _, err := checkGatewayURL(u); err != nil {
 			return err
 		}
+	}
+	if len(c.AdminURLs) != len(c.URLs) {
+		return fmt.Errorf("--admin-url: want one admin URL per --url (%d), got %d", len(c.URLs), len(c.AdminURLs))
 	}
 	if len(c.Brokers) == 0 {
 		return errors.New("--brokers: at least one broker is required")

@@ -14,6 +14,7 @@ func TestParseConfigRefusesNonLoopback(t *testing.T) {
 		args []string
 	}{
 		{"remote gateway", []string{"--url=http://10.1.2.3:8080"}},
+		{"remote admin port", []string{"--admin-url=http://10.1.2.3:9090"}},
 		{"one remote among several", []string{"--url=http://127.0.0.1:8080,http://gw.example.com:8080"}},
 		{"remote broker", []string{"--brokers=kafka.example.com:9092"}},
 		{"remote broker among several", []string{"--brokers=127.0.0.1:9092,192.168.0.7:9092"}},
@@ -49,13 +50,13 @@ func TestParseConfig(t *testing.T) {
 		return ""
 	}
 	c, err := parseConfig([]string{
-		"--mode=slow", "--url=http://127.0.0.1:1/,http://[::1]:2", "--gateway-pid=10,11",
+		"--mode=slow", "--url=http://127.0.0.1:1/,http://[::1]:2", "--admin-url=http://127.0.0.1:3,http://[::1]:4/", "--gateway-pid=10,11",
 		"--duration=9s", "--connections=10000",
 	}, env, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(c.URLs) != 2 || c.URLs[0] != "http://127.0.0.1:1" || c.Brokers[0] != "127.0.0.1:39092" ||
+	if len(c.URLs) != 2 || c.URLs[0] != "http://127.0.0.1:1" || len(c.AdminURLs) != 2 || c.AdminURLs[1] != "http://[::1]:4" || c.Brokers[0] != "127.0.0.1:39092" ||
 		len(c.GatewayPIDs) != 2 || c.SlowAfter != c.Duration/3 {
 		t.Fatalf("config = %+v", c)
 	}
@@ -67,6 +68,7 @@ func TestParseConfig(t *testing.T) {
 		{"--rate=-1"},
 		{"--slow-fraction=1"},
 		{"--url=https://127.0.0.1:8443"},
+		{"--url=http://127.0.0.1:1,http://127.0.0.1:2"}, // one admin URL (the default) for two gateways
 		{"extra"},
 	} {
 		if _, err := parseConfig(args, env, io.Discard); err == nil {

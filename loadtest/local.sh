@@ -5,7 +5,8 @@
 #
 # Needs KAFKA_BROKERS (run it under scripts/with-services.sh) and the binaries .run/bin/gateway and
 # .run/bin/loadtest (`make loadtest` builds both). The gateway serves topic $LOADTEST_TOPIC (default
-# loadtest) on a free loopback port, or $LOADTEST_PORT; its log goes to .run/loadtest-gateway.log. Extra
+# loadtest) on a free loopback port, or $LOADTEST_PORT (its admin port: $LOADTEST_ADMIN_PORT, or a free one);
+# its log goes to .run/loadtest-gateway.log. Extra
 # gateway settings can be passed through the environment (SSEGATE_RING_BYTES=1MiB, SSEGATE_WRITE_TIMEOUT=2s,
 # ...). The exit status is the tool's.
 set -euo pipefail
@@ -13,10 +14,13 @@ set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 : "${KAFKA_BROKERS:?KAFKA_BROKERS is not set: run under scripts/with-services.sh}"
 topic=${LOADTEST_TOPIC:-loadtest}
-port=${LOADTEST_PORT:-$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')}
+freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+port=${LOADTEST_PORT:-$(freeport)}
+admin_port=${LOADTEST_ADMIN_PORT:-$(freeport)}
 log=$repo/.run/loadtest-gateway.log
 
-SSEGATE_TOPICS=$topic SSEGATE_LISTEN=127.0.0.1:$port SSEGATE_METADATA_INTERVAL=${SSEGATE_METADATA_INTERVAL:-1s} \
+SSEGATE_TOPICS=$topic SSEGATE_LISTEN=127.0.0.1:$port SSEGATE_ADMIN_LISTEN=127.0.0.1:$admin_port \
+	SSEGATE_METADATA_INTERVAL=${SSEGATE_METADATA_INTERVAL:-1s} \
 	SSEGATE_DRAIN=${SSEGATE_DRAIN:-0} "$repo/.run/bin/gateway" 2>"$log" &
 gw=$!
 cleanup() {
@@ -24,6 +28,7 @@ cleanup() {
 	wait "$gw" 2>/dev/null || true
 }
 trap cleanup EXIT
-echo "loadtest: gateway pid $gw on 127.0.0.1:$port, topic $topic (log $log)" >&2
+echo "loadtest: gateway pid $gw on 127.0.0.1:$port (admin 127.0.0.1:$admin_port), topic $topic (log $log)" >&2
 
-"$repo/.run/bin/loadtest" --create-topic --topic="$topic" --url="http://127.0.0.1:$port" --gateway-pid="$gw" "$@"
+"$repo/.run/bin/loadtest" --create-topic --topic="$topic" --url="http://127.0.0.1:$port" \
+	--admin-url="http://127.0.0.1:$admin_port" --gateway-pid="$gw" "$@"

@@ -118,7 +118,7 @@ func countersOf(ss []sample, topic string) gatewayCounters {
 	}
 }
 
-// scrapeAll reads /metrics of every gateway and sums the counters for topic.
+// scrapeAll reads /metrics of every gateway (bases are their admin ports) and sums the counters for topic.
 func scrapeAll(ctx context.Context, hc *http.Client, bases []string, topic string) (gatewayCounters, error) {
 	var sum gatewayCounters
 	for _, base := range bases {

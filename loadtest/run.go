@@ -96,13 +96,13 @@ func raiseNoFile(n uint64) error {
 	return nil
 }
 
-// waitReady polls every gateway's /readyz until it answers 200.
+// waitReady polls every gateway's /readyz (on its admin port) until it answers 200.
 func (r *runner) waitReady(ctx context.Context) error {
 	if r.cfg.ReadyWait == 0 {
 		return nil
 	}
 	deadline := time.Now().Add(r.cfg.ReadyWait)
-	for _, base := range r.cfg.URLs {
+	for _, base := range r.cfg.AdminURLs {
 		for {
 			req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/readyz", http.NoBody)
 			if err != nil {

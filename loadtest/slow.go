@@ -33,7 +33,7 @@ func (r *runner) slow(ctx context.Context) error {
 	}
 	defer g.stop()
 	r.sh.hist.Store(&before)
-	gw0, err := scrapeAll(ctx, r.hc, r.cfg.URLs, r.cfg.Topic)
+	gw0, err := scrapeAll(ctx, r.hc, r.cfg.AdminURLs, r.cfg.Topic)
 	if err != nil {
 		return err
 	}
@@ -63,7 +63,7 @@ func (r *runner) slow(ctx context.Context) error {
 	}
 	// The slow ones end by themselves after their check; wait for that before stopping the rest.
 	sleep(ctx, r.cfg.SlowCheck+100*time.Millisecond)
-	gw1, err := scrapeAll(ctx, r.hc, r.cfg.URLs, r.cfg.Topic)
+	gw1, err := scrapeAll(ctx, r.hc, r.cfg.AdminURLs, r.cfg.Topic)
 	if err != nil {
 		return err
 	}

@@ -38,7 +38,7 @@ func (r *runner) storm(ctx context.Context) error {
 	}
 	sleep(ctx, r.cfg.StormGap)
 
-	gw0, err := scrapeAll(ctx, r.hc, r.cfg.URLs, r.cfg.Topic)
+	gw0, err := scrapeAll(ctx, r.hc, r.cfg.AdminURLs, r.cfg.Topic)
 	if err != nil {
 		return err
 	}
@@ -93,7 +93,7 @@ func (r *runner) storm(ctx context.Context) error {
 	if served == len(r.clients) {
 		r.res.TimeToServeAll = last.Sub(start)
 	}
-	gw1, err := scrapeAll(ctx, r.hc, r.cfg.URLs, r.cfg.Topic)
+	gw1, err := scrapeAll(ctx, r.hc, r.cfg.AdminURLs, r.cfg.Topic)
 	if err != nil {
 		return err
 	}

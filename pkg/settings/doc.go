@@ -5,7 +5,8 @@
 // is also the key of the YAML file given with --config. Values are parsed by flag.Value implementations
 // (String, List, Duration, Bytes, Map, ...), so the three sources accept exactly the same text; a YAML list is
 // a comma list, and a YAML map, for a Map setting only, a comma list of key=value pairs. Settings that write one field (a password and its -file form) share a Group: the strongest
-// source that sets any of them wins for all of them.
+// source that sets any of them wins for all of them. A secret can be a NoFlag setting (environment and file
+// only), so that it never shows in process lists; FlagOnly is the other way round.
 //
 // Concurrency: Load runs on the caller's goroutine; the values it returns are plain data.
 package settings

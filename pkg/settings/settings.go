@@ -33,6 +33,9 @@ type Setting struct {
 	// FlagOnly settings are flags only: Envs is ignored and the file may not hold them as keys. False (the
 	// default) means all three sources.
 	FlagOnly bool
+	// NoFlag settings have no flag, only Envs and the file: a secret given as a flag shows in process
+	// lists. False (the default) means all three sources.
+	NoFlag bool
 }
 
 func (s Setting) group() string {
@@ -101,6 +104,9 @@ func Load(ss []Setting, args []string, getenv func(string) string, o Options) (m
 	fs.SetOutput(o.Out)
 	configFile := fs.String("config", "", o.ConfigUsage)
 	for _, s := range ss {
+		if s.NoFlag {
+			continue
+		}
 		if s.FlagOnly {
 			fs.Var(s.Value, s.Name, s.Usage+" (flag only)")
 			continue

@@ -120,3 +120,22 @@ func TestFlagOnly(t *testing.T) {
 		t.Fatalf("file key of a flag-only setting: error %v, want unknown setting", err)
 	}
 }
+
+func TestNoFlag(t *testing.T) {
+	var v string
+	ss := []Setting{{Name: "token", Envs: []string{"T_TOKEN"}, Value: String(&v), NoFlag: true}}
+	if _, err := Load(ss, []string{"--token", "from-flag"}, func(string) string { return "" }, Options{Program: "t", Out: io.Discard}); err == nil {
+		t.Fatal("a flag of a NoFlag setting was taken")
+	}
+	getenv := func(k string) string { return map[string]string{"T_TOKEN": "from-env"}[k] }
+	if _, err := Load(ss, nil, getenv, Options{Program: "t", Out: io.Discard}); err != nil || v != "from-env" {
+		t.Fatalf("environment: value %q, err %v", v, err)
+	}
+	yamlFile := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(yamlFile, []byte("token: from-file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(ss, []string{"--config", yamlFile}, func(string) string { return "" }, Options{Program: "t", Out: io.Discard}); err != nil || v != "from-file" {
+		t.Fatalf("file: value %q, err %v", v, err)
+	}
+}

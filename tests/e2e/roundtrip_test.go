@@ -47,10 +47,10 @@ func TestRoundTripThroughGatewayAndIngest(t *testing.T) {
 	cpTopic := kafkatest.TopicName(t)
 	t.Cleanup(func() { _, _ = kafkatest.Admin(t).DeleteTopic(context.Background(), cpTopic) })
 
-	gwAddr := freeAddr(t)
+	gwAddr, gwAdmin := freeAddr(t), freeAddr(t)
 	startProcess(t, "gateway", filepath.Join(bin, "gateway"), brokers,
-		"--topics", topicA, "--listen", gwAddr, "--retry", "200ms", "--prefill", "0")
-	waitReady(t, "gateway", "http://"+gwAddr+"/readyz")
+		"--topics", topicA, "--listen", gwAddr, "--admin-listen", gwAdmin, "--retry", "200ms", "--prefill", "0")
+	waitReady(t, "gateway", "http://"+gwAdmin+"/readyz")
 
 	// Unique source name: the transactional id ssegate-ingest-<name> must not collide on a shared broker.
 	var rnd [4]byte

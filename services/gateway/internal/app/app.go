@@ -8,14 +8,17 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/ssegate/ssegate/pkg/kafkaconn"
 	"github.com/ssegate/ssegate/services/gateway/internal/feed"
+	"github.com/ssegate/ssegate/services/gateway/internal/limit"
 	"github.com/ssegate/ssegate/services/gateway/internal/replay"
 	"github.com/ssegate/ssegate/services/gateway/internal/stream"
 )
@@ -36,14 +39,25 @@ type App struct {
 	// streamTopics are what streams read, per topic: the ring, and Kafka through the feed and replays.
 	streamTopics map[string]*stream.Topic
 	telemetry    *telemetry
-	ln           net.Listener
-	srv          *http.Server
-	draining     atomic.Bool
+	// limits admit new streams; quota is their Redis store and rdb its client (nil without Redis).
+	limits  *limit.Limiter
+	quota   *limit.Redis
+	rdb     *redis.Client
+	trusted []netip.Prefix
+	// ln and srv are the clients' port (streams, dashboard); adminLn and adminSrv the admin port.
+	ln       net.Listener
+	srv      *http.Server
+	adminLn  net.Listener
+	adminSrv *http.Server
+	draining atomic.Bool
 }
 
-// New builds the gateway from a validated configuration and binds its listener, so that a busy port fails
-// here. It does not contact Kafka; Run does.
-func New(cfg Config, log *slog.Logger) (*App, error) {
+// maxHeaderBytes bounds a request's line and headers (a Last-Event-ID of many partitions is long).
+const maxHeaderBytes = 64 << 10
+
+// New builds the gateway from a validated configuration and binds its listeners, so that a busy port fails
+// here. It does not contact Kafka or Redis; Run does.
+func New(cfg Config, log *slog.Logger) (a *App, err error) {
 	kopts, err := cfg.Kafka.Opts()
 	if err != nil {
 		return nil, err
@@ -68,7 +82,7 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &App{
+	a = &App{
 		cfg:  cfg,
 		log:  log,
 		feed: f,
@@ -91,31 +105,85 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 		st.ValueFormat = formats[name]
 		a.streamTopics[name] = st
 	}
+	defer func() {
+		if err != nil {
+			a.release()
+		}
+	}()
 	if a.telemetry, err = newTelemetry(f, a.stats, a.replays); err != nil {
-		a.streams.Close()
-		a.replayLog.Close()
 		return nil, err
 	}
-	var lc net.ListenConfig
-	if a.ln, err = lc.Listen(context.Background(), "tcp", cfg.Listen); err != nil {
-		a.streams.Close()
-		a.replayLog.Close()
-		return nil, fmt.Errorf("listen on %s: %w", cfg.Listen, err)
+	if a.trusted, err = limit.ParseTrusted(cfg.Limits.TrustedProxies); err != nil {
+		return nil, err
+	}
+	if a.limits, a.quota, a.rdb, err = newLimiter(cfg.Limits, log); err != nil {
+		return nil, err
+	}
+	if err = a.telemetry.registerLimitMetrics(a.limits, a.quota); err != nil {
+		return nil, err
+	}
+	if a.ln, err = listen(cfg.Listen); err != nil {
+		return nil, err
+	}
+	if a.adminLn, err = listen(cfg.AdminListen); err != nil {
+		return nil, err
 	}
 	a.srv = &http.Server{
 		Handler:           a.routes(),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
+		MaxHeaderBytes:    maxHeaderBytes,
+	}
+	a.adminSrv = &http.Server{
+		Handler:           a.adminRoutes(),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    maxHeaderBytes,
 	}
 	return a, nil
 }
 
-// Addr returns the address the gateway listens on.
+// listen binds addr; its connections answer net/http's early errors in JSON.
+func listen(addr string) (net.Listener, error) {
+	var lc net.ListenConfig
+	ln, err := lc.Listen(context.Background(), "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	return jsonErrorListener{Listener: ln, maxHeaderBytes: maxHeaderBytes}, nil
+}
+
+// release closes what New opened, when New fails.
+func (a *App) release() {
+	a.streams.Close()
+	a.replayLog.Close()
+	for _, ln := range []net.Listener{a.ln, a.adminLn} {
+		if ln != nil {
+			_ = ln.Close()
+		}
+	}
+	a.closeLimits()
+}
+
+// closeLimits closes the limiter (which gives back the Redis slots it still holds) and its Redis client.
+func (a *App) closeLimits() {
+	if a.limits != nil {
+		_ = a.limits.Close()
+	}
+	if a.rdb != nil {
+		_ = a.rdb.Close()
+	}
+}
+
+// Addr returns the address of the clients' port: streams and the dashboard.
 func (a *App) Addr() net.Addr { return a.ln.Addr() }
 
-// Run serves until ctx ends, then shuts down gracefully: /readyz turns unready, the listener closes, open
-// streams are closed spread over the drain window, and the Kafka client is closed last.
+// AdminAddr returns the address of the admin port: metrics, health, readiness and pprof.
+func (a *App) AdminAddr() net.Addr { return a.adminLn.Addr() }
+
+// Run serves until ctx ends, then shuts down gracefully: /readyz turns unready, the clients' listener
+// closes, open streams are closed spread over the drain window, the admin port closes, and the Kafka client
+// is closed last.
 func (a *App) Run(ctx context.Context) error {
 	feedCtx, stopFeed := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopFeed()
@@ -126,14 +194,18 @@ func (a *App) Run(ctx context.Context) error {
 		}
 	})
 	serveErr := make(chan error, 1)
+	adminErr := make(chan error, 1)
 	go func() { serveErr <- a.srv.Serve(a.ln) }()
-	a.log.Info("gateway listening", "addr", a.ln.Addr().String(), "topics", a.cfg.Topics)
+	go func() { adminErr <- a.adminSrv.Serve(a.adminLn) }()
+	a.log.Info("gateway listening", "addr", a.ln.Addr().String(), "admin_addr", a.adminLn.Addr().String(), "topics", a.cfg.Topics)
 
 	var err error
 	select {
 	case <-ctx.Done():
 	case err = <-serveErr:
 		err = fmt.Errorf("http server: %w", err)
+	case err = <-adminErr:
+		err = fmt.Errorf("admin http server: %w", err)
 	}
 
 	a.log.Info("gateway shutting down", "drain", a.cfg.Drain.String())
@@ -149,6 +221,13 @@ func (a *App) Run(ctx context.Context) error {
 		a.log.Warn("streams still open after the drain window; closing them", "err", werr)
 	}
 	a.streams.Close()
+	// Every stream has ended and released its lease: give back what the pod still holds in Redis at once
+	// rather than letting it expire.
+	a.closeLimits()
+	// The admin port served /readyz (503) and /metrics through the drain; it closes once the streams are gone.
+	if aerr := a.adminSrv.Shutdown(sctx); aerr != nil {
+		_ = a.adminSrv.Close()
+	}
 	stopFeed()
 	wg.Wait()
 	a.replayLog.Close()

@@ -23,9 +23,10 @@ import (
 
 // gateway is a gateway App running for a test.
 type gateway struct {
-	url  string
-	stop context.CancelFunc
-	done chan error
+	url   string // the clients' port
+	admin string // the admin port
+	stop  context.CancelFunc
+	done  chan error
 }
 
 func startGateway(t *testing.T, topics []string, mutate func(*Config)) *gateway {
@@ -35,6 +36,7 @@ func startGateway(t *testing.T, topics []string, mutate func(*Config)) *gateway 
 	cfg.Topics = topics
 	cfg.DemoTopic = topics[0]
 	cfg.Listen = "127.0.0.1:0"
+	cfg.AdminListen = "127.0.0.1:0"
 	cfg.MetadataInterval = 200 * time.Millisecond
 	cfg.Drain = 500 * time.Millisecond
 	if mutate != nil {
@@ -49,7 +51,7 @@ func startGateway(t *testing.T, topics []string, mutate func(*Config)) *gateway 
 		t.Fatalf("New: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	g := &gateway{url: "http://" + a.Addr().String(), stop: cancel, done: make(chan error, 1)}
+	g := &gateway{url: "http://" + a.Addr().String(), admin: "http://" + a.AdminAddr().String(), stop: cancel, done: make(chan error, 1)}
 	go func() { g.done <- a.Run(ctx) }()
 	t.Cleanup(func() {
 		cancel()
@@ -68,7 +70,7 @@ func startGateway(t *testing.T, topics []string, mutate func(*Config)) *gateway 
 func (g *gateway) waitReady(t *testing.T) {
 	t.Helper()
 	kafkatest.WaitFor(t, 30*time.Second, "gateway "+g.url+" to be ready", func() bool {
-		code, _ := get(t, g.url+"/readyz")
+		code, _ := get(t, g.admin+"/readyz")
 		return code == http.StatusOK
 	})
 }

@@ -26,8 +26,15 @@ type Config struct {
 	Kafka kafkaconn.Config
 	// Topics are the topics served, each at /streams/{topic}. Required.
 	Topics []string
-	// Listen is the HTTP listen address. Default ":8080".
+	// Listen is the HTTP listen address of the clients' port: streams and the dashboard. Default ":8080".
 	Listen string
+	// AdminListen is the HTTP listen address of the admin port: /metrics, /healthz, /readyz and, with
+	// Pprof, /debug/pprof/. Default ":9090".
+	AdminListen string
+	// Pprof serves Go's profiles at /debug/pprof/ on the admin port. Default false.
+	Pprof bool
+	// Limits are the limits on streams and where they are counted.
+	Limits LimitConfig
 	// RingBytes bounds each topic's in-memory ring of recent frames. Default 64 MiB; at least 64 KiB.
 	RingBytes int64
 	// Heartbeat is the default idle time after which a stream gets a comment (the heartbeat query parameter
@@ -76,6 +83,8 @@ type Config struct {
 func defaults() Config {
 	return Config{
 		Listen:           ":8080",
+		AdminListen:      ":9090",
+		Limits:           limitDefaults(),
 		RingBytes:        64 << 20,
 		Heartbeat:        15 * time.Second,
 		Retry:            3 * time.Second,
@@ -97,7 +106,9 @@ func settingsOf(c *Config) []settings.Setting {
 	}
 	own := []settings.Setting{
 		s("topics", "topics to serve, comma-separated (required)", settings.List(&c.Topics)),
-		s("listen", "HTTP listen address", settings.String(&c.Listen)),
+		s("listen", "HTTP listen address of the clients' port (streams, dashboard)", settings.String(&c.Listen)),
+		s("admin-listen", "HTTP listen address of the admin port (metrics, healthz, readyz, pprof)", settings.String(&c.AdminListen)),
+		s("pprof", "serve Go's profiles at /debug/pprof/ on the admin port", settings.Bool(&c.Pprof)),
 		s("ring-bytes", "size of each topic's ring of recent frames (bytes, or with KiB/MiB/GiB)", settings.Bytes(&c.RingBytes)),
 		s("heartbeat", "default idle time before a keep-alive comment; 0 means none", settings.Duration(&c.Heartbeat)),
 		s("retry", "reconnection delay sent to clients in the retry: line", settings.Duration(&c.Retry)),
@@ -114,6 +125,7 @@ func settingsOf(c *Config) []settings.Setting {
 		s("demo-topic", "topic shown by the dashboard at / (default: the first topic)", settings.String(&c.DemoTopic)),
 		s("log-level", "lowest level logged: debug, info, warn, error", settings.Level(&c.LogLevel)),
 	}
+	own = append(own, limitSettings(&c.Limits)...)
 	return append(own, settings.Kafka(&c.Kafka, "SSEGATE_")...)
 }
 
@@ -156,6 +168,15 @@ func (c Config) Validate() error {
 	}
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
 		return fmt.Errorf("invalid setting listen (SSEGATE_LISTEN): %q: want host:port or :port", c.Listen)
+	}
+	if _, _, err := net.SplitHostPort(c.AdminListen); err != nil {
+		return fmt.Errorf("invalid setting admin-listen (SSEGATE_ADMIN_LISTEN): %q: want host:port or :port", c.AdminListen)
+	}
+	if _, port, _ := net.SplitHostPort(c.Listen); c.AdminListen == c.Listen && port != "0" {
+		return fmt.Errorf("invalid setting admin-listen (SSEGATE_ADMIN_LISTEN): %q is the listen address too; the admin port must be its own", c.AdminListen)
+	}
+	if err := c.Limits.validate(); err != nil {
+		return err
 	}
 	checks := []struct {
 		name string

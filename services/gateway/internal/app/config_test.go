@@ -70,6 +70,11 @@ func TestLoadDefaults(t *testing.T) {
 	want.Kafka.Brokers = []string{"k:9092"}
 	want.Topics = []string{"orders"}
 	want.Listen = ":8080"
+	want.AdminListen = ":9090"
+	want.Limits.QuotaKeyPrefix = "ssegate:gateway:quota:"
+	want.Limits.QuotaExpiry = 30 * time.Second
+	want.Limits.QuotaTimeout = time.Second
+	want.Limits.QuotaFailure = "open"
 	want.RingBytes = 64 << 20
 	want.Heartbeat = 15 * time.Second
 	want.Retry = 3 * time.Second
@@ -160,6 +165,37 @@ func TestLoadSources(t *testing.T) {
 				c.Kafka.TLS.ServerName = "kafka.local"
 				c.Kafka.TLS.InsecureSkipVerify = true
 				c.Kafka.SASL.Mechanism, c.Kafka.SASL.Username, c.Kafka.SASL.Password = "SCRAM-SHA-512", "u", "p"
+			},
+		},
+		{
+			name: "the admin port and the limits as flags",
+			args: []string{
+				"--admin-listen=127.0.0.1:9191", "--pprof", "--max-streams=5000", "--stream-rate=200", "--stream-burst=400",
+				"--max-streams-per-ip=20", "--max-streams-per-subject=5", "--trusted-proxies=10.0.0.0/8, 192.0.2.1",
+				"--redis-addr=redis:6379", "--redis-username=gw", "--redis-password=pw", "--redis-db=2",
+				"--quota-key-prefix=q:", "--quota-expiry=1m", "--quota-timeout=250ms", "--quota-failure=closed",
+			},
+			env: minimalEnv,
+			want: func(c *Config) {
+				c.AdminListen, c.Pprof = "127.0.0.1:9191", true
+				c.Limits = LimitConfig{
+					MaxStreams: 5000, StreamRate: 200, StreamBurst: 400, MaxPerIP: 20, MaxPerSubject: 5,
+					TrustedProxies: []string{"10.0.0.0/8", "192.0.2.1"},
+					Redis:          RedisConfig{Addr: "redis:6379", Username: "gw", Password: "pw", DB: 2},
+					QuotaKeyPrefix: "q:", QuotaExpiry: time.Minute, QuotaTimeout: 250 * time.Millisecond, QuotaFailure: "closed",
+				}
+			},
+		},
+		{
+			name: "the admin port and the limits as variables",
+			env: withEnv(map[string]string{
+				"SSEGATE_ADMIN_LISTEN": ":9999", "SSEGATE_MAX_STREAMS_PER_IP": "3", "REDIS_ADDR": "r:6379",
+				"SSEGATE_TRUSTED_PROXIES": "fd00::/8", "SSEGATE_QUOTA_EXPIRY": "10s",
+			}),
+			want: func(c *Config) {
+				c.AdminListen = ":9999"
+				c.Limits.MaxPerIP, c.Limits.Redis.Addr = 3, "r:6379"
+				c.Limits.TrustedProxies, c.Limits.QuotaExpiry = []string{"fd00::/8"}, 10*time.Second
 			},
 		},
 		{
@@ -432,6 +468,16 @@ func TestLoadInvalid(t *testing.T) {
 		{name: "topic too long", args: []string{"--topics=" + strings.Repeat("t", 250)}, env: minimalEnv, want: []string{"topics"}},
 		{name: "listen without port", env: withEnv(map[string]string{"SSEGATE_LISTEN": "localhost"}), want: []string{"listen", "SSEGATE_LISTEN"}},
 		{name: "listen from null YAML", env: minimalEnv, yaml: "listen:\n", want: []string{"listen"}},
+		{name: "admin-listen without port", args: []string{"--admin-listen=localhost"}, env: minimalEnv, want: []string{"admin-listen", "SSEGATE_ADMIN_LISTEN"}},
+		{name: "admin-listen is listen", args: []string{"--admin-listen=:8080"}, env: minimalEnv, want: []string{"admin-listen", "its own"}},
+		{name: "max-streams negative", args: []string{"--max-streams=-1"}, env: minimalEnv, want: []string{"max-streams", "SSEGATE_MAX_STREAMS"}},
+		{name: "stream-rate negative", args: []string{"--stream-rate=-5"}, env: minimalEnv, want: []string{"stream-rate"}},
+		{name: "max-streams-per-ip negative", args: []string{"--max-streams-per-ip=-1"}, env: minimalEnv, want: []string{"max-streams-per-ip"}},
+		{name: "trusted-proxies not a range", args: []string{"--trusted-proxies=10.0.0.0/8,proxy.local"}, env: minimalEnv, want: []string{"trusted-proxies", "proxy.local"}},
+		{name: "redis-addr without port", env: withEnv(map[string]string{"REDIS_ADDR": "redis"}), want: []string{"redis-addr", "REDIS_ADDR"}},
+		{name: "quota-expiry too short", args: []string{"--quota-expiry=500ms"}, env: minimalEnv, want: []string{"quota-expiry", "at least 1s"}},
+		{name: "quota-timeout too long", args: []string{"--quota-expiry=3s", "--quota-timeout=1s"}, env: minimalEnv, want: []string{"quota-timeout", "third"}},
+		{name: "quota-failure unknown", args: []string{"--quota-failure=maybe"}, env: minimalEnv, want: []string{"quota-failure", "open or closed"}},
 		{name: "ring-bytes bad unit flag", args: []string{"--ring-bytes=12XB"}, env: minimalEnv, want: []string{"ring-bytes", "12XB"}},
 		{name: "ring-bytes bad unit env", env: withEnv(map[string]string{"SSEGATE_RING_BYTES": "12XB"}), want: []string{"ring-bytes", "SSEGATE_RING_BYTES", "12XB"}},
 		{name: "ring-bytes bad unit file", env: minimalEnv, yaml: "ring-bytes: 12XB\n", want: []string{"ring-bytes", "config file", "12XB"}},

@@ -1,6 +1,11 @@
 // Package app wires the gateway together: configuration (flags, environment, YAML file), the Kafka feed, the
-// HTTP routes (streams, health, readiness, metrics, dashboard), telemetry and graceful shutdown.
+// HTTP routes of its two ports (the clients' port: streams and the dashboard; the admin port: health,
+// readiness, metrics and, when enabled, pprof), the stream limits, telemetry and graceful shutdown.
+//
+// Both ports answer every error in JSON, net/http's own early ones too (listener.go). A stream request is
+// admitted by the limiter (limits.go) with its client address and token subject (subject.go) before it
+// starts; its lease is released from stream.Params.OnEnd, when the stream really ends.
 //
 // Concurrency: New builds everything on the caller's goroutine; Run owns the feed's goroutines and the HTTP
-// server's, and returns only after all of them have stopped.
+// servers', and returns only after all of them have stopped.
 package app

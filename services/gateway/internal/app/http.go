@@ -2,11 +2,17 @@ package app
 
 import (
 	"errors"
+	"fmt"
 	"html/template"
+	"io"
+	"log/slog"
 	"net/http"
+	"runtime/debug"
+	"strconv"
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/ssegate/ssegate/services/gateway/internal/limit"
 	"github.com/ssegate/ssegate/services/gateway/internal/stream"
 )
 
@@ -22,14 +28,22 @@ func (e *httpError) Error() string { return e.msg }
 
 func errNotFound(msg string) error { return &httpError{status: http.StatusNotFound, msg: msg} }
 
-// abort answers the request with err as JSON {"error": ..., "param": ...}.
+// abort answers the request with err as JSON {"error": ..., "param": ...}; a stream refused by a limit gets
+// 429 (503 when the quota store could not answer) with Retry-After, and "limit" naming the limit's kind.
 func abort(c *gin.Context, err error) {
 	status, body := http.StatusInternalServerError, gin.H{"error": err.Error()}
 	var he *httpError
 	var pe *stream.ParamError
+	var lr *limit.Refusal
 	switch {
 	case errors.As(err, &pe):
 		status, body["param"] = http.StatusBadRequest, pe.Param
+	case errors.As(err, &lr):
+		status, body["limit"] = http.StatusTooManyRequests, lr.Kind.String()
+		if lr.Kind == limit.KindStore {
+			status = http.StatusServiceUnavailable
+		}
+		c.Header("Retry-After", strconv.Itoa(max(1, int(lr.RetryAfter.Seconds()))))
 	case errors.As(err, &he):
 		status = he.status
 		if he.param != "" {
@@ -39,16 +53,25 @@ func abort(c *gin.Context, err error) {
 	c.AbortWithStatusJSON(status, body)
 }
 
+// routes are the clients' port's: streams and the dashboard. Metrics, health and readiness are on the admin
+// port (adminRoutes).
 func (a *App) routes() *gin.Engine {
+	r := newEngine(a.log)
+	r.GET("/streams/:topic", a.handleStream)
+	r.GET("/", a.handleDashboard)
+	return r
+}
+
+// newEngine returns a gin engine whose every error is JSON: unknown paths, wrong methods, and panics (logged
+// to log with their stack).
+func newEngine(log *slog.Logger) *gin.Engine {
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
-	r.Use(gin.Recovery())
+	r.Use(gin.CustomRecoveryWithWriter(io.Discard, func(c *gin.Context, p any) {
+		log.Error("handler panicked", "panic", fmt.Sprint(p), "path", c.Request.URL.Path, "stack", string(debug.Stack()))
+		abort(c, errors.New("internal error"))
+	}))
 	r.HandleMethodNotAllowed = true
-	r.GET("/streams/:topic", a.handleStream)
-	r.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
-	r.GET("/readyz", a.handleReady)
-	r.GET("/metrics", gin.WrapH(a.telemetry.handler))
-	r.GET("/", a.handleDashboard)
 	r.NoRoute(func(c *gin.Context) { abort(c, errNotFound("no such path: "+c.Request.URL.Path)) })
 	r.NoMethod(func(c *gin.Context) {
 		abort(c, &httpError{status: http.StatusMethodNotAllowed, msg: "method " + c.Request.Method + " not allowed"})
@@ -68,6 +91,14 @@ func (a *App) handleStream(c *gin.Context) {
 		abort(c, err)
 		return
 	}
+	lease, err := a.admit(c, requestSubject(c))
+	if err != nil {
+		abort(c, err)
+		return
+	}
+	// The slots come back when the stream really ends, also for a stream the writer pool serves (Serve
+	// returns long before).
+	p.OnEnd = func(stream.CloseReason) { lease.Release() }
 	a.streams.Serve(c.Writer, c.Request, a.streamTopics[name], p, a.stats[name])
 }
 

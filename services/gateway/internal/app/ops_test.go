@@ -67,7 +67,7 @@ func TestHTTPErrors(t *testing.T) {
 	missing := kafkatest.TopicName(t) // configured, but never created
 	g := startGateway(t, []string{topic, missing}, nil)
 	kafkatest.WaitFor(t, 30*time.Second, "topic to be assigned", func() bool {
-		_, body := get(t, g.url+"/readyz")
+		_, body := get(t, g.admin+"/readyz")
 		return strings.Contains(body, missing)
 	})
 	for _, tc := range []struct {
@@ -108,11 +108,11 @@ func TestHTTPErrors(t *testing.T) {
 func TestReadyz(t *testing.T) {
 	topic := kafkatest.TopicName(t)
 	g := startGateway(t, []string{topic}, nil)
-	if code, _ := get(t, g.url+"/healthz"); code != http.StatusOK {
+	if code, _ := get(t, g.admin+"/healthz"); code != http.StatusOK {
 		t.Fatalf("/healthz = %d", code)
 	}
 	kafkatest.WaitFor(t, 30*time.Second, "readyz to name the missing topic", func() bool {
-		code, body := get(t, g.url+"/readyz")
+		code, body := get(t, g.admin+"/readyz")
 		return code == http.StatusServiceUnavailable && strings.Contains(body, "does not exist")
 	})
 	kafkatest.CreateTopic(t, topic, 2, nil)
@@ -159,7 +159,7 @@ func TestShutdownDrains(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Run did not return after the drain")
 	}
-	if code, _ := get(t, g.url+"/healthz"); code != 0 {
+	if code, _ := get(t, g.admin+"/healthz"); code != 0 {
 		t.Fatalf("a stopped gateway still answers: %d", code)
 	}
 }
@@ -176,7 +176,7 @@ func TestMetrics(t *testing.T) {
 	kafkatest.Produce(t, cl, &kgo.Record{Key: []byte("x"), Value: []byte("one")}, &kgo.Record{Key: []byte("x"), Value: []byte("two")})
 	c.next(t)
 	c.next(t)
-	_, body := get(t, g.url+"/metrics")
+	_, body := get(t, g.admin+"/metrics")
 	metric := func(name string, labels ...string) float64 {
 		t.Helper()
 		for _, line := range strings.Split(body, "\n") {
@@ -204,7 +204,7 @@ func TestMetrics(t *testing.T) {
 	}
 	// The stream is idle and caught up, so the writer pool serves it (it parks right after its last write).
 	kafkatest.WaitFor(t, 10*time.Second, "the stream to be parked", func() bool {
-		_, body = get(t, g.url+"/metrics")
+		_, body = get(t, g.admin+"/metrics")
 		return metric("ssegate_connections_parked", tl) == 1
 	})
 	if v := metric("ssegate_frames_written_total", tl); v != 2 {
@@ -309,7 +309,7 @@ func TestTLS(t *testing.T) {
 func (g *gateway) neverReady(t *testing.T, d time.Duration, why string) {
 	t.Helper()
 	for end := time.Now().Add(d); time.Now().Before(end); {
-		if code, body := get(t, g.url+"/readyz"); code != http.StatusServiceUnavailable {
+		if code, body := get(t, g.admin+"/readyz"); code != http.StatusServiceUnavailable {
 			t.Fatalf("%s readyz = %d %s", why, code, body)
 		}
 		<-time.After(100 * time.Millisecond)

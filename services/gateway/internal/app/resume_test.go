@@ -152,7 +152,7 @@ func resumes(t *testing.T, g *gateway, topic, source string) float64 {
 
 func metricValue(t *testing.T, g *gateway, name string, labels ...string) float64 {
 	t.Helper()
-	_, body := get(t, g.url+"/metrics")
+	_, body := get(t, g.admin+"/metrics")
 	for _, line := range strings.Split(body, "\n") {
 		if !strings.HasPrefix(line, name+"{") {
 			continue

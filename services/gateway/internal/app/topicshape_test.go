@@ -55,7 +55,7 @@ func TestStreamWaitsForConfiguredTopic(t *testing.T) {
 	topic := kafkatest.TopicName(t)
 	g := startGateway(t, []string{topic}, func(c *Config) { c.MetadataInterval = 10 * time.Second })
 	kafkatest.WaitFor(t, 30*time.Second, "readyz to name the missing topic", func() bool {
-		code, body := get(t, g.url+"/readyz")
+		code, body := get(t, g.admin+"/readyz")
 		return code == http.StatusServiceUnavailable && strings.Contains(body, "does not exist")
 	})
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
@@ -95,7 +95,7 @@ func TestStreamWhileKafkaUnreachable(t *testing.T) {
 	if got := readLines(t, br, 3); got[0] != "retry: 3000" || got[1] != ": keep-alive" || got[2] != "" {
 		t.Fatalf("stream with Kafka unreachable opens with %q, want retry and keep-alives", got)
 	}
-	if code, body := get(t, g.url+"/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "metadata") {
+	if code, body := get(t, g.admin+"/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "metadata") {
 		t.Fatalf("/readyz = %d %s", code, body)
 	}
 	if code, _ := get(t, g.url+"/streams/nope"); code != http.StatusNotFound {

@@ -38,6 +38,12 @@ type Params struct {
 	// Keys, when not empty, keeps only records with these keys; the stream's ids then list only the
 	// partitions the keys are in (see Topic.KeysAnyPartition).
 	Keys map[string]bool
+	// OnEnd, when set, is called exactly once when the stream really ends, with the reason it ended: also
+	// for a stream served by the writer pool, whose Serve returned Detached long before. It is called after
+	// the end is counted in Stats and before the client can see the end, on whichever goroutine ends the
+	// stream (a writer's, for a parked one), so it must not block. Nil means none. ParseParams leaves it
+	// nil; the caller sets it.
+	OnEnd func(CloseReason)
 }
 
 // ParamError is a malformed query parameter; it names the parameter.

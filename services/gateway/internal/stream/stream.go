@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -130,6 +131,11 @@ func (s *Server) Serve(w http.ResponseWriter, r *http.Request, t *Topic, p Param
 	c := &conn{s: s, t: t, p: p, stats: stats, draining: s.draining, remote: r.RemoteAddr}
 	if s.pool != nil && r.ProtoMajor == 1 && r.ProtoMinor >= 1 && r.TLS == nil {
 		if nc, _, err := http.NewResponseController(w).Hijack(); err == nil {
+			// A listener may wrap its connections for net/http's sake (the gateway's answers its early errors
+			// as JSON); the stream writes to the connection itself, with writev and non-blocking writes.
+			if u, ok := nc.(interface{ NetConn() net.Conn }); ok {
+				nc = u.NetConn()
+			}
 			return s.pool.serve(c, nc, responseHead(h))
 		}
 	}
@@ -174,8 +180,8 @@ type conn struct {
 	due      int64           // its place in the timer heap
 }
 
-// end counts the stream's end, and closes a taken-over connection (with the chunked body's end, when the
-// stream did not end by a failed write).
+// end counts the stream's end, calls Params.OnEnd, and closes a taken-over connection (with the chunked
+// body's end, when the stream did not end by a failed write). It runs exactly once per stream.
 func (c *conn) end(reason CloseReason) {
 	if c.raw != nil && c.pool.ctx.Err() != nil && reason == ReasonClientGone {
 		reason = ReasonShutdown
@@ -183,6 +189,11 @@ func (c *conn) end(reason CloseReason) {
 	// Counted before the client can see the end: whoever sees it (a test, a client) sees the count.
 	c.stats.Open.Add(-1)
 	c.stats.Closed[reason].Add(1)
+	// end runs once per stream (its one owner ends it), so OnEnd does too; before the close, so that a client
+	// reconnecting at once finds what OnEnd gave back (a quota slot) free again.
+	if c.p.OnEnd != nil {
+		c.p.OnEnd(reason)
+	}
 	if c.raw != nil {
 		if reason != ReasonWriteFailed && reason != ReasonClientGone && c.raw.head == nil {
 			_ = c.raw.nc.SetWriteDeadline(time.Time{}) // a deadline left from an earlier write must not fail this one

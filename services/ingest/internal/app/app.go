@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"strconv"
 	"sync"
@@ -137,6 +138,10 @@ func NewWithOptions(cfg Config, log *slog.Logger, o Options) (*App, error) {
 		Handler:           a.routes(),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
+	}
+	if ap, err := netip.ParseAddrPort(a.ln.Addr().String()); cfg.HTTPToken == "" && (err != nil || !ap.Addr().IsLoopback()) {
+		log.Warn("the HTTP endpoints (/sources, /metrics) are open to the network without a token: set http-token, or listen on loopback",
+			"addr", a.ln.Addr().String())
 	}
 	return a, nil
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/ssegate/ssegate/pkg/kafkaconn"
@@ -25,8 +26,14 @@ type Config struct {
 	Kafka kafkaconn.Config
 	// Sources are the streams followed. At least one is required.
 	Sources []source.Spec
-	// Listen is the HTTP listen address of /healthz, /readyz, /metrics and /sources. Default ":8081".
+	// Listen is the HTTP listen address of /healthz, /readyz, /metrics and /sources. Default ":8081" with
+	// an HTTPToken, "127.0.0.1:8081" (loopback only) without one.
 	Listen string
+	// HTTPToken, when set, is the bearer token that /sources and /metrics require (Authorization: Bearer);
+	// /healthz and /readyz stay open for probes. Empty (the default) requires none. It comes from the
+	// environment, the file, or a file of its own (http-token-file), never from a flag, which would show it in
+	// process lists. At least 16 characters.
+	HTTPToken Secret
 	// CheckpointTopic is the compacted topic of checkpoints, created if missing. Default
 	// "ssegate-ingest-checkpoints".
 	CheckpointTopic string
@@ -79,6 +86,20 @@ type Config struct {
 	LeaseKeyPrefix string
 }
 
+// Secret is a string that is never printed: its String and GoString hide it.
+type Secret string
+
+// String returns "(hidden)", or "" for an empty secret.
+func (s Secret) String() string {
+	if s == "" {
+		return ""
+	}
+	return "(hidden)"
+}
+
+// GoString is String, so that %#v does not print the secret either.
+func (s Secret) GoString() string { return s.String() }
+
 // RedisConfig is how to reach Redis. Its String and GoString hide the password.
 type RedisConfig struct {
 	// Addr is host:port. Empty means no Redis (and no lease sharing).
@@ -101,9 +122,14 @@ func (r RedisConfig) String() string {
 // GoString is String, so that %#v does not print the password either.
 func (r RedisConfig) GoString() string { return "app.RedisConfig" + r.String() }
 
+// Defaults of listen: everywhere with a token, loopback only without one.
+const (
+	listenWithToken    = ":8081"
+	listenWithoutToken = "127.0.0.1:8081"
+)
+
 func defaults() Config {
 	return Config{
-		Listen:             ":8081",
 		CheckpointTopic:    "ssegate-ingest-checkpoints",
 		CommitInterval:     100 * time.Millisecond,
 		CommitEvents:       1000,
@@ -131,7 +157,16 @@ func settingsOf(c *Config) []settings.Setting {
 		return settings.Setting{Name: name, Envs: []string{envName(name)}, Usage: usage, Value: v}
 	}
 	own := []settings.Setting{
-		s("listen", "HTTP listen address of /healthz, /readyz, /metrics and /sources", settings.String(&c.Listen)),
+		s("listen", "HTTP listen address of /healthz, /readyz, /metrics and /sources (default :8081 with http-token, else 127.0.0.1:8081)",
+			settings.String(&c.Listen)),
+		{
+			Name: "http-token", Envs: []string{envName("http-token")}, Group: "http-token", NoFlag: true,
+			Usage: "bearer token that /sources and /metrics require", Value: settings.String((*string)(&c.HTTPToken)),
+		},
+		{
+			Name: "http-token-file", Envs: []string{envName("http-token-file")}, Group: "http-token",
+			Usage: "file holding the bearer token that /sources and /metrics require", Value: settings.File((*string)(&c.HTTPToken)),
+		},
 		s("checkpoint-topic", "compacted topic of checkpoints (created if missing)", settings.String(&c.CheckpointTopic)),
 		s("dead-letter-topic", "topic for oversized events; empty drops them", settings.String(&c.DeadLetterTopic)),
 		s("create-topics", "create a missing destination or dead-letter topic (per source too)", settings.Bool(&c.CreateTopics)),
@@ -187,6 +222,12 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	if err != nil {
 		return c, err
 	}
+	if c.Listen == "" {
+		c.Listen = listenWithoutToken
+		if c.HTTPToken != "" {
+			c.Listen = listenWithToken
+		}
+	}
 	if raw, ok := file["sources"]; ok {
 		specs, err := parseSources(raw, c.topicCreation(), getenv)
 		if err != nil {
@@ -240,6 +281,10 @@ func (c Config) Validate() error {
 	}
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
 		return fmt.Errorf("invalid setting listen (%s): %q: want host:port or :port", envName("listen"), c.Listen)
+	}
+	if c.HTTPToken != "" && (len(c.HTTPToken) < 16 || strings.ContainsAny(string(c.HTTPToken), " \t\r\n")) {
+		return fmt.Errorf("invalid setting http-token (%s or %s): must be at least 16 characters, without blanks",
+			envName("http-token"), envName("http-token-file"))
 	}
 	if c.Redis.Addr != "" {
 		if _, _, err := net.SplitHostPort(c.Redis.Addr); err != nil {

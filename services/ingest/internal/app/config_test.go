@@ -145,6 +145,7 @@ func TestSecretsAreNotPrinted(t *testing.T) {
 	p := writeConfig(t, "sources:\n  - name: s\n    url: http://up\n    topic: out\n    auth: {type: bearer, token_env: TOK}\n")
 	c, err := Load([]string{"--config", p}, env(map[string]string{
 		"KAFKA_BROKERS": "k:9092", "TOK": "very-secret", "REDIS_ADDR": "r:6379", "SSEGATE_INGEST_REDIS_PASSWORD": "very-secret",
+		"SSEGATE_INGEST_HTTP_TOKEN": "very-secret-http-token",
 	}), io.Discard)
 	if err != nil {
 		t.Fatal(err)

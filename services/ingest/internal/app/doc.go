@@ -2,7 +2,7 @@
 // list), one source.Source per configured source, the source leases (package lease: Redis when
 // redis-addr is set, else a local manager that owns everything), the checkpoint topic and the checkpoint
 // store that reads it once for every source (txn.Store), and the HTTP endpoints /healthz, /readyz,
-// /metrics and /sources.
+// /metrics and /sources (the last two behind a bearer token when http-token is set).
 //
 // Concurrency: Run owns one goroutine per source, the checkpoint store's goroutine (started once the
 // checkpoint topic exists, before the sources; it stops with them and is joined with them) and the HTTP

@@ -2,6 +2,8 @@ package app
 
 import (
 	"context"
+	"crypto/sha256"
+	"crypto/subtle"
 	"fmt"
 	"net/http"
 	"strings"
@@ -33,10 +35,14 @@ func (a *App) routes() *gin.Engine {
 	r := gin.New()
 	r.Use(gin.Recovery())
 	r.HandleMethodNotAllowed = true
-	r.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
+	health := func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) }
+	r.GET("/healthz", health)
+	r.HEAD("/healthz", health)
 	r.GET("/readyz", a.handleReady)
-	r.GET("/metrics", gin.WrapH(a.telemetry.handler))
-	r.GET("/sources", a.handleSources)
+	r.HEAD("/readyz", a.handleReady)
+	auth := bearer(string(a.cfg.HTTPToken))
+	r.GET("/metrics", auth, gin.WrapH(a.telemetry.handler))
+	r.GET("/sources", auth, a.handleSources)
 	r.NoRoute(func(c *gin.Context) {
 		c.AbortWithStatusJSON(http.StatusNotFound, gin.H{"error": "no such path: " + c.Request.URL.Path})
 	})
@@ -44,6 +50,25 @@ func (a *App) routes() *gin.Engine {
 		c.AbortWithStatusJSON(http.StatusMethodNotAllowed, gin.H{"error": "method " + c.Request.Method + " not allowed"})
 	})
 	return r
+}
+
+// bearer returns a handler that lets a request through only with "Authorization: Bearer <token>", and
+// answers 401 JSON otherwise; with an empty token it lets everything through. The comparison takes the same
+// time wherever the tokens differ (it compares their hashes, so their lengths do not show either).
+func bearer(token string) gin.HandlerFunc {
+	if token == "" {
+		return func(*gin.Context) {}
+	}
+	want := sha256.Sum256([]byte(token))
+	return func(c *gin.Context) {
+		got, ok := strings.CutPrefix(c.GetHeader("Authorization"), "Bearer ")
+		h := sha256.Sum256([]byte(strings.TrimSpace(got)))
+		if ok && subtle.ConstantTimeCompare(h[:], want[:]) == 1 {
+			return
+		}
+		c.Header("WWW-Authenticate", `Bearer realm="ssegate-ingest"`)
+		c.AbortWithStatusJSON(http.StatusUnauthorized, gin.H{"error": "this endpoint needs Authorization: Bearer <http-token>"})
+	}
 }
 
 func (a *App) handleReady(c *gin.Context) {
