@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"os/exec"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -47,14 +47,18 @@ var chartValueSets = map[string]map[string]any{
 			"httpRoute":   map[string]any{"enabled": true, "parentRefs": []any{map[string]any{"name": "public"}}},
 		},
 		"metrics": map[string]any{"serviceMonitor": map[string]any{"enabled": true}, "prometheusRule": map[string]any{"enabled": true}},
-		"ingest": map[string]any{"enabled": true, "sources": []any{map[string]any{"name": "wiki", "url": "https://stream.example.com/sse", "topic": "wiki"}},
-			"secretMounts": map[string]any{"upstream-token": "/etc/ssegate/upstream"}},
+		"ingest": map[string]any{
+			"enabled": true, "sources": []any{map[string]any{"name": "wiki", "url": "https://stream.example.com/sse", "topic": "wiki"}},
+			"secretMounts": map[string]any{"upstream-token": "/etc/ssegate/upstream"},
+		},
 		"redis": map[string]any{"bundled": true},
 	},
 	"minimal": {
 		"kafka": map[string]any{"brokers": []any{"k:9092"}},
-		"gateway": map[string]any{"topics": []any{"t"}, "replicas": 1, "podDisruptionBudget": map[string]any{"enabled": false},
-			"networkPolicy": map[string]any{"enabled": false}, "topologySpread": false},
+		"gateway": map[string]any{
+			"topics": []any{"t"}, "replicas": 1, "podDisruptionBudget": map[string]any{"enabled": false},
+			"networkPolicy": map[string]any{"enabled": false}, "topologySpread": false,
+		},
 		"test": map[string]any{"enabled": false},
 	},
 }

@@ -68,6 +68,7 @@ type Topic struct {
 	ring      *ring.Ring
 	refreshed *atomic.Bool  // the feed's: a metadata refresh has succeeded
 	gen       atomic.Uint64 // bumped when partitions are added, or the topic is created again, after it was first served
+	epoch     atomic.Uint64 // bumped when the topic is deleted and created again
 	appeared  chan struct{} // closed once the topic exists
 	vf        ValueFormat   // how values are written into frames
 
@@ -414,9 +415,10 @@ func (t *Topic) recreated(id [16]byte) map[int32]int64 {
 		t.ring.Forget(p)
 	}
 	t.pos = t.pos.Restrict(nil)
+	t.latest = position.Vector{} // the new topic's records are all new to every stream
 	t.id, _ = t.pos.AppendText(t.id[:0])
-	t.gen.Add(1)
-	t.ring.Touch(t.id)
+	t.ring.Touch(t.id) // the new head first: a stream that sees the new epoch must not join the old head
+	t.epoch.Add(1)
 	return again
 }
 
@@ -464,6 +466,9 @@ func (t *Topic) LatestAtStart() position.Vector {
 
 // Appeared returns a channel that is closed once the topic exists (see Exists).
 func (t *Topic) Appeared() <-chan struct{} { return t.appeared }
+
+// Epoch returns a number that grows whenever the topic is deleted and created again: every stream re-joins.
+func (t *Topic) Epoch() uint64 { return t.epoch.Load() }
 
 // Generation returns a number that grows whenever partitions are added to the topic after it was first
 // served: streams whose partitions depend on the topic's partition count (key filters) recompute them.

@@ -155,13 +155,13 @@ func (p *Pool) block(ctx context.Context, key blockKey, from, to int64, interval
 		if err != nil {
 			return nil, err
 		}
-		if mine {
-			if f.err != nil {
-				return nil, f.err
-			}
-			if covers(f.b) {
-				return f.b, nil
-			}
+		if f.err != nil && (mine || !errors.Is(f.err, context.Canceled)) {
+			// A stalled broker fails every waiter at once, not one after another; only a fetch ended by
+			// its starter's client leaving is tried again by the others.
+			return nil, f.err
+		}
+		if mine && covers(f.b) {
+			return f.b, nil
 		}
 		// Another connection's fetch, or one that did not cover what this one needs: look again.
 	}

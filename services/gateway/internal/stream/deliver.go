@@ -39,8 +39,14 @@ type scratch struct {
 // channel. The caller writes out, then sets c.cursor to next and calls written. It returns ring.ErrBehind
 // when the cursor was evicted and errRejoin when the stream must re-join; the cursor is then unchanged.
 func (c *conn) pull(sc *scratch) (out [][]byte, next uint64, wake <-chan struct{}, err error) {
-	if c.t.generation() != c.gen {
-		return nil, c.cursor, nil, errRejoin
+	if c.t.epoch() != c.epoch {
+		return nil, c.cursor, nil, errRejoin // the topic was created again: every stream
+	}
+	if gen := c.t.generation(); gen != c.gen {
+		if c.keyParts != nil {
+			return nil, c.cursor, nil, errRejoin // partitions added: a key filter's partitions change
+		}
+		c.gen = gen // the stream reads every partition, old and new: deliverFrame takes new ones as they come
 	}
 	rg, maxBytes := c.t.Ring, c.s.cfg.MaxWriteBytes
 	if c.synced && !c.filtered() {

@@ -64,6 +64,14 @@ func NewTopic(f *feed.Feed, name string, rp *replay.Pool, keysAnyPartition bool)
 	}
 }
 
+// epoch returns the topic's recreation epoch (see feed.Topic.Epoch).
+func (t *Topic) epoch() uint64 {
+	if t.Feed == nil {
+		return 0
+	}
+	return t.Feed.Epoch()
+}
+
 // generation returns the topic's partition generation (see feed.Topic.Generation).
 func (t *Topic) generation() uint64 {
 	if t.Feed == nil {
@@ -146,7 +154,7 @@ func (c *conn) start(ctx context.Context, t *Topic, p Params) error {
 		return err
 	}
 	c.p = p
-	c.gen = t.generation()
+	c.gen, c.epoch = t.generation(), t.epoch()
 	resuming := false
 	var invalid error
 	if p.LastEventID != "" {
@@ -488,7 +496,7 @@ func (c *conn) catchUp(ctx context.Context, t *Topic, p Params, c0 uint64, head 
 // releaseBuf drops the slow path's buffer once the stream is on the fast path, which needs none: a
 // connection that resumed does not keep tens of kilobytes for the rest of its life.
 func (c *conn) releaseBuf() {
-	if c.synced && cap(c.buf) > 1<<10 {
+	if c.synced && !c.filtered() && cap(c.buf) > 1<<10 {
 		c.buf = nil
 	}
 }

@@ -163,6 +163,7 @@ type conn struct {
 	last     []byte          // on the fast path, the last frame written (the client's position is its id); nil when pos is current
 	keyParts []int32         // the partitions of a key-filtered stream, ascending; nil for others
 	gen      uint64          // the topic's partition generation keyParts was computed for
+	epoch    uint64          // the topic's recreation epoch the stream joined in
 	cursor   uint64          // next ring frame to look at
 	synced   bool            // pos is the ring's position at cursor, so ring frames can be written as they are
 	buf      []byte          // frames being built on the slow path
@@ -287,11 +288,11 @@ func (c *conn) loop(ctx context.Context) CloseReason {
 		default:
 		}
 		out, next, wake, err := c.pull(&sc)
-		if errors.Is(err, ring.ErrBehind) || errors.Is(err, errRejoin) {
+		if behind := errors.Is(err, ring.ErrBehind); behind || errors.Is(err, errRejoin) {
 			// The client read so slowly that the ring moved past it, or its partitions changed: catch up
 			// from Kafka, as long as it keeps reading (the write deadline closes it otherwise).
 			if err := c.rejoin(ctx); err != nil {
-				if r := c.failure(ctx, err); r != ReasonReplayFailed {
+				if r := c.failure(ctx, err); r != ReasonReplayFailed || !behind {
 					return r
 				}
 				return ReasonBehind
@@ -345,6 +346,7 @@ func (c *conn) rejoin(ctx context.Context) error {
 		c.last = nil
 	}
 	c.synced = false
+	c.epoch = c.t.epoch()
 	if gen := c.t.generation(); gen != c.gen {
 		c.gen = gen
 		if c.keyParts != nil {
