@@ -61,7 +61,9 @@ func bearer(token string) gin.HandlerFunc {
 	}
 	want := sha256.Sum256([]byte(token))
 	return func(c *gin.Context) {
-		got, ok := strings.CutPrefix(c.GetHeader("Authorization"), "Bearer ")
+		// The scheme is case-insensitive (RFC 7235); the token is not.
+		scheme, got, ok := strings.Cut(c.GetHeader("Authorization"), " ")
+		ok = ok && strings.EqualFold(scheme, "Bearer")
 		h := sha256.Sum256([]byte(strings.TrimSpace(got)))
 		if ok && subtle.ConstantTimeCompare(h[:], want[:]) == 1 {
 			return

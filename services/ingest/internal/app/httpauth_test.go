@@ -111,6 +111,8 @@ func TestHTTPToken(t *testing.T) {
 		{"sources with a longer token", "GET", "/sources", "Bearer " + testToken + "x", secured, 401},
 		{"sources with another scheme", "GET", "/sources", "Basic " + testToken, secured, 401},
 		{"sources with the token", "GET", "/sources", "Bearer " + testToken, secured, 200},
+		{"sources with the scheme in lower case", "GET", "/sources", "bearer " + testToken, secured, 200},
+		{"sources with the token in upper case", "GET", "/sources", "Bearer " + strings.ToUpper(testToken), secured, 401},
 		{"metrics without a token", "GET", "/metrics", "", secured, 401},
 		{"metrics with the token", "GET", "/metrics", "Bearer " + testToken, secured, 200},
 		{"healthz stays open", "GET", "/healthz", "", secured, 200},
