@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -103,7 +104,7 @@ func (l *KafkaLog) fetchOnce(ctx context.Context, topic string, partition int32,
 				continue
 			}
 			if err := kerr.ErrorForCode(got.ErrorCode); err != nil {
-				if errors.Is(err, kerr.OffsetOutOfRange) && offset < got.LogStartOffset || errors.Is(err, kerr.OffsetOutOfRange) && got.LogStartOffset < 0 {
+				if errors.Is(err, kerr.OffsetOutOfRange) && l.belowStart(ctx, topic, partition, offset) {
 					return nil, offset, &OutOfRangeError{Partition: partition, Offset: offset}
 				}
 				return nil, offset, fmt.Errorf("replay: fetch %s/%d at %d: %w", topic, partition, offset, err)
@@ -152,4 +153,15 @@ func (l *KafkaLog) leader(ctx context.Context, topic string, partition int32, re
 		}
 	}
 	return -1, [16]byte{}, fmt.Errorf("replay: metadata of %s/%d: %w", topic, partition, kerr.UnknownTopicOrPartition)
+}
+
+// belowStart says offset is below the partition's low watermark. An out-of-range answer does not say which
+// side the offset is on (the broker sends no log start with it): past the end is not retention.
+func (l *KafkaLog) belowStart(ctx context.Context, topic string, partition int32, offset int64) bool {
+	starts, err := kadm.NewClient(l.cl).ListStartOffsets(ctx, topic)
+	if err != nil {
+		return true // as before: the stream resyncs rather than waiting on an offset it may never get
+	}
+	o, ok := starts.Lookup(topic, partition)
+	return !ok || o.Err != nil || offset < o.Offset
 }

@@ -84,6 +84,11 @@ func TestReadOutOfRange(t *testing.T) {
 	if !errors.As(err, &oor) || oor.Partition != 0 {
 		t.Fatalf("Read below the low watermark: %v, want an OutOfRangeError", err)
 	}
+	// Past the end is not below the low watermark.
+	kl := kafkaLog(t)
+	if _, _, err := kl.Fetch(ctx, topic, 0, 50); err == nil || errors.As(err, &oor) {
+		t.Fatalf("fetch past the end: %v, want an error that is not an OutOfRangeError", err)
+	}
 }
 
 // TestReadPastTransactionMarkers: offsets that hold no record for a read_committed reader (commit and abort

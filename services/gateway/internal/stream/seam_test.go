@@ -554,3 +554,23 @@ func TestSeamTopicNotThereYet(t *testing.T) {
 		t.Fatalf("after the cluster came back: %+v", ev)
 	}
 }
+
+// TestSeamLatestAfterRecreation: a from=latest stream opened after a topic was deleted and created again
+// gets the new topic's records, not a position from the old one that skips them.
+func TestSeamLatestAfterRecreation(t *testing.T) {
+	kc := memlog.New()
+	kc.CreateTopic("t", 1)
+	for i := range 10 {
+		produce(kc, "t", 0, fmt.Sprint("old-", i))
+	}
+	pd := startPod(t, kc, "t", podOpts{})
+	pd.waitReady(t)
+	kc.DeleteTopic("t")
+	kc.CreateTopic("t", 1)
+	waitUntil(t, "the pod to see the new topic", func() bool { return pd.f.Topic("t").Epoch() == 1 })
+	c := pd.open(t, "", "")
+	produce(kc, "t", 0, "new-0")
+	if ev := c.next(t); ev.Data != "new-0" || ev.ID != "v1:0-0" {
+		t.Fatalf("first event: %+v", ev)
+	}
+}
