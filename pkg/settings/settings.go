@@ -82,6 +82,47 @@ func Kafka(c *kafkaconn.Config, prefix string) []Setting {
 	}
 }
 
+// Redis is how to reach Redis. Its String and GoString hide the password.
+type Redis struct {
+	// Addr is host:port. Empty means no Redis.
+	Addr string
+	// Username and Password authenticate (AUTH); empty means none. Password is never logged.
+	Username, Password string
+	// DB is the database number. Default 0.
+	DB int
+}
+
+// String describes the configuration without the password.
+func (r Redis) String() string {
+	pw := ""
+	if r.Password != "" {
+		pw = "(hidden)"
+	}
+	return fmt.Sprintf("{Addr:%s Username:%s Password:%s DB:%d}", r.Addr, r.Username, pw, r.DB)
+}
+
+// GoString is String, so that %#v does not print the password either.
+func (r Redis) GoString() string { return "settings.Redis" + r.String() }
+
+// RedisSettings returns the settings of a Redis connection (address, username, password, database) writing
+// into c, with environment variables under prefix; the address can also come from REDIS_ADDR. addrUsage says
+// what the service uses Redis for.
+func RedisSettings(c *Redis, prefix, addrUsage string) []Setting {
+	return []Setting{
+		{Name: "redis-addr", Envs: []string{"REDIS_ADDR", EnvName(prefix, "redis-addr")}, Usage: addrUsage, Value: String(&c.Addr)},
+		{Name: "redis-username", Envs: []string{EnvName(prefix, "redis-username")}, Usage: "Redis username (ACL); empty means none", Value: String(&c.Username)},
+		{
+			Name: "redis-password", Envs: []string{EnvName(prefix, "redis-password")}, Group: "redis-password",
+			Usage: "Redis password (prefer the -file form or the environment)", Value: String(&c.Password),
+		},
+		{
+			Name: "redis-password-file", Envs: []string{EnvName(prefix, "redis-password-file")}, Group: "redis-password",
+			Usage: "file holding the Redis password", Value: File(&c.Password),
+		},
+		{Name: "redis-db", Envs: []string{EnvName(prefix, "redis-db")}, Usage: "Redis database number", Value: Int(&c.DB)},
+	}
+}
+
 // Options are what Load needs besides the settings.
 type Options struct {
 	// Program names the flag set in messages.

@@ -43,27 +43,8 @@ type LimitConfig struct {
 	QuotaFailure string
 }
 
-// RedisConfig is how to reach Redis. Its String and GoString hide the password.
-type RedisConfig struct {
-	// Addr is host:port. Empty means no Redis.
-	Addr string
-	// Username and Password authenticate (AUTH); empty means none. Password is never logged.
-	Username, Password string
-	// DB is the database number. Default 0.
-	DB int
-}
-
-// String describes the configuration without the password.
-func (r RedisConfig) String() string {
-	pw := ""
-	if r.Password != "" {
-		pw = "(hidden)"
-	}
-	return fmt.Sprintf("{Addr:%s Username:%s Password:%s DB:%d}", r.Addr, r.Username, pw, r.DB)
-}
-
-// GoString is String, so that %#v does not print the password either.
-func (r RedisConfig) GoString() string { return "app.RedisConfig" + r.String() }
+// RedisConfig is how to reach Redis (shared with ingest: pkg/settings).
+type RedisConfig = settings.Redis
 
 func limitDefaults() LimitConfig {
 	return LimitConfig{
@@ -78,32 +59,22 @@ func limitSettings(c *LimitConfig) []settings.Setting {
 	s := func(name, usage string, v flag.Value) settings.Setting {
 		return settings.Setting{Name: name, Envs: []string{settings.EnvName("SSEGATE_", name)}, Usage: usage, Value: v}
 	}
-	return []settings.Setting{
+	ss := []settings.Setting{
 		s("max-streams", "most streams open at once on this pod; 0 means no limit", settings.Int(&c.MaxStreams)),
 		s("stream-rate", "most new streams per second on this pod; 0 means no limit", settings.Int(&c.StreamRate)),
 		s("stream-burst", "new streams that may come at once within stream-rate; 0 means stream-rate", settings.Int(&c.StreamBurst)),
 		s("max-streams-per-ip", "most streams of one client address (IPv6: a /64), cluster-wide with redis-addr; 0 means no limit", settings.Int(&c.MaxPerIP)),
 		s("max-streams-per-subject", "most streams of one token subject, cluster-wide with redis-addr; 0 means no limit", settings.Int(&c.MaxPerSubject)),
 		s("trusted-proxies", "address ranges (CIDR) of proxies whose X-Forwarded-For is believed, comma-separated", settings.List(&c.TrustedProxies)),
-		{
-			Name: "redis-addr", Envs: []string{"REDIS_ADDR", settings.EnvName("SSEGATE_", "redis-addr")},
-			Usage: "Redis host:port where streams per address and subject are counted cluster-wide; empty counts them per pod", Value: settings.String(&c.Redis.Addr),
-		},
-		s("redis-username", "Redis username (ACL); empty means none", settings.String(&c.Redis.Username)),
-		{
-			Name: "redis-password", Envs: []string{settings.EnvName("SSEGATE_", "redis-password")}, Group: "redis-password",
-			Usage: "Redis password (prefer the -file form or the environment)", Value: settings.String(&c.Redis.Password),
-		},
-		{
-			Name: "redis-password-file", Envs: []string{settings.EnvName("SSEGATE_", "redis-password-file")}, Group: "redis-password",
-			Usage: "file holding the Redis password", Value: settings.File(&c.Redis.Password),
-		},
-		s("redis-db", "Redis database number", settings.Int(&c.Redis.DB)),
+	}
+	ss = append(ss, settings.RedisSettings(&c.Redis, "SSEGATE_",
+		"Redis host:port where streams per address and subject are counted cluster-wide; empty counts them per pod")...)
+	return append(ss,
 		s("quota-key-prefix", "prefix of the Redis keys of the counts", settings.String(&c.QuotaKeyPrefix)),
 		s("quota-expiry", "how long a pod's counts outlive it in Redis (a dead pod's slots are free within it)", settings.Duration(&c.QuotaExpiry)),
 		s("quota-timeout", "longest a new stream waits for Redis", settings.Duration(&c.QuotaTimeout)),
 		s("quota-failure", "when Redis cannot answer: open (this pod's own counts decide) or closed (refuse with 503)", settings.String(&c.QuotaFailure)),
-	}
+	)
 }
 
 // validate checks the limits. Its error names the setting at fault.

@@ -100,27 +100,8 @@ func (s Secret) String() string {
 // GoString is String, so that %#v does not print the secret either.
 func (s Secret) GoString() string { return s.String() }
 
-// RedisConfig is how to reach Redis. Its String and GoString hide the password.
-type RedisConfig struct {
-	// Addr is host:port. Empty means no Redis (and no lease sharing).
-	Addr string
-	// Username and Password authenticate (AUTH); empty means none. Password is never logged.
-	Username, Password string
-	// DB is the database number. Default 0.
-	DB int
-}
-
-// String describes the configuration without the password.
-func (r RedisConfig) String() string {
-	pw := ""
-	if r.Password != "" {
-		pw = "(hidden)"
-	}
-	return fmt.Sprintf("{Addr:%s Username:%s Password:%s DB:%d}", r.Addr, r.Username, pw, r.DB)
-}
-
-// GoString is String, so that %#v does not print the password either.
-func (r RedisConfig) GoString() string { return "app.RedisConfig" + r.String() }
+// RedisConfig is how to reach Redis (shared with the gateway: pkg/settings).
+type RedisConfig = settings.Redis
 
 // Defaults of listen: everywhere with a token, loopback only without one.
 const (
@@ -185,23 +166,13 @@ func settingsOf(c *Config) []settings.Setting {
 		s("backoff-max", "cap of the reconnection delay", settings.Duration(&c.BackoffMax)),
 		s("transaction-timeout", "Kafka transaction timeout", settings.Duration(&c.TransactionTimeout)),
 		s("log-level", "lowest level logged: debug, info, warn, error", settings.Level(&c.LogLevel)),
-		{
-			Name: "redis-addr", Envs: []string{"REDIS_ADDR", envName("redis-addr")},
-			Usage: "Redis host:port for sharing sources between replicas; empty runs every source here", Value: settings.String(&c.Redis.Addr),
-		},
-		s("redis-username", "Redis username (ACL); empty means none", settings.String(&c.Redis.Username)),
-		{
-			Name: "redis-password", Envs: []string{envName("redis-password")}, Group: "redis-password",
-			Usage: "Redis password (prefer the -file form or the environment)", Value: settings.String(&c.Redis.Password),
-		},
-		{
-			Name: "redis-password-file", Envs: []string{envName("redis-password-file")}, Group: "redis-password",
-			Usage: "file holding the Redis password", Value: settings.File(&c.Redis.Password),
-		},
-		s("redis-db", "Redis database number", settings.Int(&c.Redis.DB)),
+	}
+	own = append(own, settings.RedisSettings(&c.Redis, envPrefix,
+		"Redis host:port for sharing sources between replicas; empty runs every source here")...)
+	own = append(own,
 		s("lease-duration", "how long a source lease lives without renewal (with redis-addr)", settings.Duration(&c.LeaseDuration)),
 		s("lease-key-prefix", "prefix of the Redis lease keys (with redis-addr)", settings.String(&c.LeaseKeyPrefix)),
-	}
+	)
 	return append(own, settings.Kafka(&c.Kafka, envPrefix)...)
 }
 
