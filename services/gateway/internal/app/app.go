@@ -36,6 +36,9 @@ type App struct {
 	// streamTopics are what streams read, per topic: the ring, and Kafka through the feed and replays.
 	streamTopics map[string]*stream.Topic
 	telemetry    *telemetry
+	gate         *gate       // who may read which topic
+	cors         *corsPolicy // which other origins' pages may
+	refused      refusals    // streams refused before they start
 	ln           net.Listener
 	srv          *http.Server
 	draining     atomic.Bool
@@ -96,6 +99,18 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 		a.replayLog.Close()
 		return nil, err
 	}
+	a.refused = newRefusals(f.Topics())
+	if err = a.telemetry.registerAuth(f.Topics(), a.stats, a.refused); err == nil {
+		a.cors, err = newCORS(cfg.CORS)
+	}
+	if err == nil {
+		a.gate, err = newGate(cfg, log)
+	}
+	if err != nil {
+		a.streams.Close()
+		a.replayLog.Close()
+		return nil, err
+	}
 	var lc net.ListenConfig
 	if a.ln, err = lc.Listen(context.Background(), "tcp", cfg.Listen); err != nil {
 		a.streams.Close()
@@ -125,6 +140,7 @@ func (a *App) Run(ctx context.Context) error {
 			a.log.Error("kafka feed stopped", "err", err)
 		}
 	})
+	wg.Go(func() { a.gate.run(feedCtx) })
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- a.srv.Serve(a.ln) }()
 	a.log.Info("gateway listening", "addr", a.ln.Addr().String(), "topics", a.cfg.Topics)

@@ -70,6 +70,10 @@ type Config struct {
 	DemoTopic string
 	// LogLevel is the lowest level logged: debug, info, warn or error. Default info.
 	LogLevel slog.Level
+	// Auth is who may read which topic: tokens, their keys and scopes (config_auth.go).
+	Auth AuthConfig
+	// CORS is which other origins' pages may read the gateway (config_auth.go).
+	CORS CORSConfig
 }
 
 // defaults returns the configuration before any flag, variable or file is applied.
@@ -88,6 +92,7 @@ func defaults() Config {
 		ReplayReaders:    4,
 		ValueFormat:      "auto",
 		LogLevel:         slog.LevelInfo,
+		Auth:             authDefaults(),
 	}
 }
 
@@ -114,6 +119,7 @@ func settingsOf(c *Config) []settings.Setting {
 		s("demo-topic", "topic shown by the dashboard at / (default: the first topic)", settings.String(&c.DemoTopic)),
 		s("log-level", "lowest level logged: debug, info, warn, error", settings.Level(&c.LogLevel)),
 	}
+	own = append(own, authSettings(&c.Auth, &c.CORS)...)
 	return append(own, settings.Kafka(&c.Kafka, "SSEGATE_")...)
 }
 
@@ -192,7 +198,7 @@ func (c Config) Validate() error {
 			return fmt.Errorf("%s: topic %s: must be text, base64 or auto, got %q", setting, topic, f)
 		}
 	}
-	return nil
+	return c.validateAuth()
 }
 
 func validFormat(name string) bool {

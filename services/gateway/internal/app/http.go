@@ -3,10 +3,13 @@ package app
 import (
 	"errors"
 	"html/template"
+	"log/slog"
 	"net/http"
+	"strconv"
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/ssegate/ssegate/services/gateway/internal/auth"
 	"github.com/ssegate/ssegate/services/gateway/internal/stream"
 )
 
@@ -16,6 +19,7 @@ type httpError struct {
 	status int
 	msg    string
 	param  string
+	reason string // the JSON body's "reason"; empty means none
 }
 
 func (e *httpError) Error() string { return e.msg }
@@ -27,13 +31,21 @@ func abort(c *gin.Context, err error) {
 	status, body := http.StatusInternalServerError, gin.H{"error": err.Error()}
 	var he *httpError
 	var pe *stream.ParamError
+	var ae *auth.Error
 	switch {
 	case errors.As(err, &pe):
 		status, body["param"] = http.StatusBadRequest, pe.Param
+	case errors.As(err, &ae):
+		// RFC 6750 section 3: the challenge says what is wrong; the body says it again, for pages.
+		status, body["reason"] = ae.Status(), ae.Reason.String()
+		c.Header("WWW-Authenticate", ae.Challenge(realm))
 	case errors.As(err, &he):
 		status = he.status
 		if he.param != "" {
 			body["param"] = he.param
+		}
+		if he.reason != "" {
+			body["reason"] = he.reason
 		}
 	}
 	c.AbortWithStatusJSON(status, body)
@@ -44,11 +56,14 @@ func (a *App) routes() *gin.Engine {
 	r := gin.New()
 	r.Use(gin.Recovery())
 	r.HandleMethodNotAllowed = true
-	r.GET("/streams/:topic", a.handleStream)
+	cors := a.cors.handler(a.refuseOrigin)
+	r.GET("/streams/:topic", cors, a.handleStream)
+	r.OPTIONS("/streams/:topic", cors, handleOptions)
 	r.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
 	r.GET("/readyz", a.handleReady)
 	r.GET("/metrics", gin.WrapH(a.telemetry.handler))
-	r.GET("/", a.handleDashboard)
+	r.GET("/", cors, a.handleDashboard)
+	r.OPTIONS("/", cors, handleOptions)
 	r.NoRoute(func(c *gin.Context) { abort(c, errNotFound("no such path: "+c.Request.URL.Path)) })
 	r.NoMethod(func(c *gin.Context) {
 		abort(c, &httpError{status: http.StatusMethodNotAllowed, msg: "method " + c.Request.Method + " not allowed"})
@@ -63,12 +78,46 @@ func (a *App) handleStream(c *gin.Context) {
 		abort(c, errNotFound("topic "+name+" is not served by this gateway"))
 		return
 	}
+	gr, err := a.gate.admit(c.Request, name)
+	if err != nil {
+		a.refuse(c, name, err)
+		return
+	}
 	p, err := stream.ParseParams(c.Request.URL.Query(), c.Request.Header, a.cfg.Heartbeat)
 	if err != nil {
 		abort(c, err)
 		return
 	}
+	if err := gr.apply(a.gate, &p); err != nil {
+		a.refuse(c, name, err)
+		return
+	}
 	a.streams.Serve(c.Writer, c.Request, a.streamTopics[name], p, a.stats[name])
+}
+
+// refuse answers a stream request its token does not allow, and counts it. The token itself is never logged.
+func (a *App) refuse(c *gin.Context, topic string, err error) {
+	if r, ok := auth.ReasonOf(err); ok {
+		a.refused.add(topic, r.String())
+		if a.log.Enabled(c.Request.Context(), slog.LevelDebug) {
+			a.log.Debug("stream refused", "topic", topic, "reason", r.String(), "remote", c.Request.RemoteAddr, "err", err)
+		}
+	}
+	abort(c, err)
+}
+
+// refuseOrigin answers a request from a page of an origin that is not allowed (cors-origins).
+func (a *App) refuseOrigin(c *gin.Context, origin string) {
+	if topic := c.Param("topic"); topic != "" {
+		a.refused.add(topic, reasonOrigin)
+	}
+	abort(c, &httpError{status: http.StatusForbidden, reason: reasonOrigin, msg: "origin " + strconv.Quote(origin) + " is not allowed (cors-origins)"})
+}
+
+// handleOptions answers an OPTIONS request that is not a CORS preflight (the CORS handler answers those).
+func handleOptions(c *gin.Context) {
+	c.Header("Allow", "GET, OPTIONS")
+	c.Status(http.StatusNoContent)
 }
 
 func (a *App) handleReady(c *gin.Context) {
