@@ -37,7 +37,7 @@ type loginConfig struct {
 
 // The cookies of the demo: the token (HttpOnly, what the gateway reads) and who is logged in (for refreshes).
 const (
-	tokenCookie = "ssegate_token"
+	tokenCookie = "ssegate_token" //nolint:gosec // a cookie's name, not a credential
 	userCookie  = "ssegate_demo_user"
 )
 
@@ -58,9 +58,10 @@ func serveLogin(ctx context.Context, lc loginConfig, log *slog.Logger) (func(), 
 		if err != nil {
 			return err
 		}
-		// Host-only cookies: browsers send them to every port of this host, the gateway's included.
-		http.SetCookie(w, &http.Cookie{Name: tokenCookie, Value: tok, Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode})
-		http.SetCookie(w, &http.Cookie{Name: userCookie, Value: user, Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode})
+		// Host-only cookies: browsers send them to every port of this host, the gateway's included. Not Secure:
+		// the demo runs on plain HTTP on loopback; a real site sets Secure.
+		http.SetCookie(w, &http.Cookie{Name: tokenCookie, Value: tok, Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode}) //nolint:gosec // plain-HTTP demo, see above
+		http.SetCookie(w, &http.Cookie{Name: userCookie, Value: user, Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode}) //nolint:gosec // plain-HTTP demo, see above
 		return nil
 	}
 	userOf := func(r *http.Request) string {
@@ -109,7 +110,7 @@ func serveLogin(ctx context.Context, lc loginConfig, log *slog.Logger) (func(), 
 	})
 	mux.HandleFunc("POST /logout", func(w http.ResponseWriter, r *http.Request) {
 		for _, name := range []string{tokenCookie, userCookie} {
-			http.SetCookie(w, &http.Cookie{Name: name, Path: "/", MaxAge: -1})
+			http.SetCookie(w, &http.Cookie{Name: name, Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteLaxMode}) //nolint:gosec // plain-HTTP demo
 		}
 		http.Redirect(w, r, "/", http.StatusSeeOther)
 	})

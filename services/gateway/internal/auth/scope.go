@@ -58,7 +58,7 @@ type Claims struct {
 //	{"ssegate": {"topics": ["orders", "user-*"], "keys": ["user-42"], "events": ["order.paid"]}}
 //
 // topics is required; keys and events are optional and, when given, are forced on every stream of every
-// topic the token allows. Anything else in the claim is refused (a misspelt "key" must not widen a scope).
+// topic the token allows. Anything else in the claim is refused (a misspelled "key" must not widen a scope).
 type Scope struct {
 	// Topics are the topics the token allows: names or patterns with *, ? and [...] as in path.Match.
 	Topics []string

@@ -100,7 +100,7 @@ func TestVerifyAttacks(t *testing.T) {
 		{"critical header", sign(t, jwt.SigningMethodRS256, k.rsa, baseClaims(), map[string]any{"crit": []string{"exp"}}), ReasonMalformed},
 		{"kid not a string", sign(t, jwt.SigningMethodRS256, k.rsa, baseClaims(), map[string]any{"kid": 7}), ReasonMalformed},
 		{"sub not a string", sign(t, jwt.SigningMethodRS256, k.rsa, with(func(c jwt.MapClaims) { c["sub"] = 42 }), nil), ReasonBadClaim},
-		{"scope claim with a misspelt field", sign(t, jwt.SigningMethodRS256, k.rsa, with(func(c jwt.MapClaims) {
+		{"scope claim with a misspelled field", sign(t, jwt.SigningMethodRS256, k.rsa, with(func(c jwt.MapClaims) {
 			c["ssegate"] = map[string]any{"topics": []string{"orders"}, "key": []string{"user-42"}}
 		}), nil), ReasonBadClaim},
 		{"scope claim with keys null", sign(t, jwt.SigningMethodRS256, k.rsa, with(func(c jwt.MapClaims) {
@@ -292,7 +292,7 @@ func tamper(t *testing.T, seg string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := strings.Replace(string(b), "user-42", "user-07", -1)
+	out := strings.ReplaceAll(string(b), "user-42", "user-07")
 	if out == string(b) {
 		t.Fatal("nothing to tamper with")
 	}

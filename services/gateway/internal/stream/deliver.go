@@ -169,7 +169,7 @@ const (
 // Event types of the token's moments.
 const (
 	// EventTokenExpiring is the type of the frame a stream gets ExpiryNotice before its token expires.
-	EventTokenExpiring = "token-expiring"
+	EventTokenExpiring = "token-expiring" //nolint:gosec // an event type, not a credential
 	// EventTokenExpired is the type of a stream's last frame when its token expired.
 	EventTokenExpired = "token-expired"
 )

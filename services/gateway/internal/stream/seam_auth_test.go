@@ -249,8 +249,10 @@ func TestSeamTokenExpiryResumes(t *testing.T) {
 					for range n {
 						seq++
 						for _, typ := range []string{"keep", "skip"} {
-							kc.Produce("t", &kgo.Record{Partition: int32(seq % 2), Value: fmt.Appendf(nil, "%s-%d", typ, seq),
-								Headers: []kgo.RecordHeader{{Key: "event", Value: []byte(typ)}}})
+							kc.Produce("t", &kgo.Record{
+								Partition: int32(seq % 2), Value: fmt.Appendf(nil, "%s-%d", typ, seq),
+								Headers: []kgo.RecordHeader{{Key: "event", Value: []byte(typ)}},
+							})
 						}
 					}
 				}
