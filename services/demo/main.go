@@ -5,6 +5,9 @@
 //
 // Each record's key is the order id, its "event" header the event type (order.created, order.paid,
 // order.shipped, or order.cancelled), and every so often an order is deleted with a tombstone.
+//
+// With --user-topic, every order event is also written to that topic keyed by its customer ("user-ada"), for a
+// per-user stream; with --login, a DEMO-ONLY login page hands out tokens for those users (see login.go).
 package main
 
 import (
@@ -35,6 +38,9 @@ type order struct {
 	SentAt   string  `json:"sent_at"`
 }
 
+// customers are the demo's users: each order is one of theirs.
+var customers = []string{"ada", "grace", "linus", "barbara", "ken", "margaret"}
+
 func main() {
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	if err := run(log); err != nil {
@@ -49,8 +55,18 @@ func run(log *slog.Logger) error {
 	topic := fs.String("topic", "orders", "topic to produce to")
 	partitions := fs.Int("partitions", 3, "partitions of the topic when it is created")
 	rate := fs.Float64("rate", 3, "events per second")
+	userTopic := fs.String("user-topic", "", "topic to write every order event to again, keyed by its customer (user-<name>); empty means none")
+	var lc loginConfig
+	fs.StringVar(&lc.listen, "login", "", "DEMO ONLY: address of a login page that hands out tokens for the user topic to anyone; empty means none")
+	fs.StringVar(&lc.gateway, "gateway", "http://127.0.0.1:8080", "the gateway's URL, for the login page")
+	fs.StringVar(&lc.secretFile, "token-secret-file", "", "file holding the HMAC secret the gateway verifies tokens with (its auth-hmac-secret-file)")
+	fs.DurationVar(&lc.lifetime, "token-lifetime", 2*time.Minute, "how long the demo tokens live")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		return err
+	}
+	lc.topic = *userTopic
+	if lc.listen != "" && (lc.topic == "" || lc.secretFile == "") {
+		return errors.New("--login needs --user-topic and --token-secret-file")
 	}
 	if *brokers == "" {
 		return errors.New("no brokers: set KAFKA_BROKERS or --brokers")
@@ -66,17 +82,26 @@ func run(log *slog.Logger) error {
 		return err
 	}
 	defer cl.Close()
-	resp, err := kadm.NewClient(cl).CreateTopic(ctx, int32(*partitions), 1, nil, *topic) //nolint:gosec // bounded above
-	if err == nil && resp.Err != nil && !errors.Is(resp.Err, kerr.TopicAlreadyExists) {
-		err = resp.Err
+	for _, name := range []string{*topic, *userTopic} {
+		if name == "" {
+			continue
+		}
+		// CreateTopic returns the topic's own error as its error too: an existing topic is fine.
+		_, err := kadm.NewClient(cl).CreateTopic(ctx, int32(*partitions), 1, nil, name) //nolint:gosec // bounded above
+		if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+			return fmt.Errorf("create topic %s: %w", name, err)
+		}
 	}
-	if err != nil {
-		return fmt.Errorf("create topic %s: %w", *topic, err)
+	if lc.listen != "" {
+		stopLogin, err := serveLogin(ctx, lc, log)
+		if err != nil {
+			return err
+		}
+		defer stopLogin()
 	}
-	log.Info("producing demo orders", "topic", *topic, "rate", *rate)
+	log.Info("producing demo orders", "topic", *topic, "user_topic", *userTopic, "rate", *rate)
 
 	statuses := []string{"order.created", "order.paid", "order.shipped", "order.cancelled"}
-	customers := []string{"ada", "grace", "linus", "barbara", "ken", "margaret"}
 	tick := time.NewTicker(time.Duration(float64(time.Second) / *rate))
 	defer tick.Stop()
 	for seq := 1; ; seq++ {
@@ -101,7 +126,13 @@ func run(log *slog.Logger) error {
 			rec.Value, _ = json.Marshal(o)
 			rec.Headers = []kgo.RecordHeader{{Key: "event", Value: []byte(o.Status)}}
 		}
-		if err := cl.ProduceSync(ctx, rec).FirstErr(); err != nil {
+		recs := []*kgo.Record{rec}
+		if *userTopic != "" && rec.Value != nil {
+			var o order
+			_ = json.Unmarshal(rec.Value, &o)
+			recs = append(recs, &kgo.Record{Topic: *userTopic, Key: []byte("user-" + o.Customer), Value: rec.Value, Headers: rec.Headers})
+		}
+		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}

@@ -50,6 +50,9 @@ type App struct {
 	adminLn  net.Listener
 	adminSrv *http.Server
 	draining atomic.Bool
+	gate     *gate       // who may read which topic
+	cors     *corsPolicy // which other origins' pages may
+	refused  refusals    // streams refused before they start, for a token, scope or origin
 }
 
 // maxHeaderBytes bounds a request's line and headers (a Last-Event-ID of many partitions is long).
@@ -111,6 +114,16 @@ func New(cfg Config, log *slog.Logger) (a *App, err error) {
 		}
 	}()
 	if a.telemetry, err = newTelemetry(f, a.stats, a.replays); err != nil {
+		return nil, err
+	}
+	a.refused = newRefusals(f.Topics())
+	if err = a.telemetry.registerAuth(f.Topics(), a.stats, a.refused); err != nil {
+		return nil, err
+	}
+	if a.cors, err = newCORS(cfg.CORS); err != nil {
+		return nil, err
+	}
+	if a.gate, err = newGate(cfg, log); err != nil {
 		return nil, err
 	}
 	if a.trusted, err = limit.ParseTrusted(cfg.Limits.TrustedProxies); err != nil {
@@ -193,6 +206,7 @@ func (a *App) Run(ctx context.Context) error {
 			a.log.Error("kafka feed stopped", "err", err)
 		}
 	})
+	wg.Go(func() { a.gate.run(feedCtx) })
 	serveErr := make(chan error, 1)
 	adminErr := make(chan error, 1)
 	go func() { serveErr <- a.srv.Serve(a.ln) }()

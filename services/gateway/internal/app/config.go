@@ -77,6 +77,10 @@ type Config struct {
 	DemoTopic string
 	// LogLevel is the lowest level logged: debug, info, warn or error. Default info.
 	LogLevel slog.Level
+	// Auth is who may read which topic: tokens, their keys and scopes (config_auth.go).
+	Auth AuthConfig
+	// CORS is which other origins' pages may read the gateway (config_auth.go).
+	CORS CORSConfig
 }
 
 // defaults returns the configuration before any flag, variable or file is applied.
@@ -97,6 +101,7 @@ func defaults() Config {
 		ReplayReaders:    4,
 		ValueFormat:      "auto",
 		LogLevel:         slog.LevelInfo,
+		Auth:             authDefaults(),
 	}
 }
 
@@ -126,6 +131,7 @@ func settingsOf(c *Config) []settings.Setting {
 		s("log-level", "lowest level logged: debug, info, warn, error", settings.Level(&c.LogLevel)),
 	}
 	own = append(own, limitSettings(&c.Limits)...)
+	own = append(own, authSettings(&c.Auth, &c.CORS)...)
 	return append(own, settings.Kafka(&c.Kafka, "SSEGATE_")...)
 }
 
@@ -213,7 +219,7 @@ func (c Config) Validate() error {
 			return fmt.Errorf("%s: topic %s: must be text, base64 or auto, got %q", setting, topic, f)
 		}
 	}
-	return nil
+	return c.validateAuth()
 }
 
 func validFormat(name string) bool {

@@ -88,6 +88,10 @@ func TestLoadDefaults(t *testing.T) {
 	want.ValueFormat = "auto"
 	want.DemoTopic = "orders"
 	want.LogLevel = slog.LevelInfo
+	want.Auth.KeyRefresh = time.Minute
+	want.Auth.Claim = "ssegate"
+	want.Auth.Cookie = "ssegate_token"
+	want.Auth.ExpiryNotice = time.Minute
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("Load with only the required settings\n got: %+v\nwant: %+v", got, want)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/ssegate/ssegate/services/gateway/internal/auth"
 	"github.com/ssegate/ssegate/services/gateway/internal/limit"
 	"github.com/ssegate/ssegate/services/gateway/internal/stream"
 )
@@ -22,6 +23,7 @@ type httpError struct {
 	status int
 	msg    string
 	param  string
+	reason string // the JSON body's "reason"; empty means none
 }
 
 func (e *httpError) Error() string { return e.msg }
@@ -35,9 +37,14 @@ func abort(c *gin.Context, err error) {
 	var he *httpError
 	var pe *stream.ParamError
 	var lr *limit.Refusal
+	var ae *auth.Error
 	switch {
 	case errors.As(err, &pe):
 		status, body["param"] = http.StatusBadRequest, pe.Param
+	case errors.As(err, &ae):
+		// RFC 6750 section 3: the challenge says what is wrong; the body says it again, for pages.
+		status, body["reason"] = ae.Status(), ae.Reason.String()
+		c.Header("WWW-Authenticate", ae.Challenge(realm))
 	case errors.As(err, &lr):
 		status, body["limit"] = http.StatusTooManyRequests, lr.Kind.String()
 		if lr.Kind == limit.KindStore {
@@ -49,6 +56,9 @@ func abort(c *gin.Context, err error) {
 		if he.param != "" {
 			body["param"] = he.param
 		}
+		if he.reason != "" {
+			body["reason"] = he.reason
+		}
 	}
 	c.AbortWithStatusJSON(status, body)
 }
@@ -57,8 +67,11 @@ func abort(c *gin.Context, err error) {
 // port (adminRoutes).
 func (a *App) routes() *gin.Engine {
 	r := newEngine(a.log)
-	r.GET("/streams/:topic", a.handleStream)
-	r.GET("/", a.handleDashboard)
+	cors := a.cors.handler(a.refuseOrigin)
+	r.GET("/streams/:topic", cors, a.handleStream)
+	r.OPTIONS("/streams/:topic", cors, handleOptions)
+	r.GET("/", cors, a.handleDashboard)
+	r.OPTIONS("/", cors, handleOptions)
 	return r
 }
 
@@ -86,12 +99,21 @@ func (a *App) handleStream(c *gin.Context) {
 		abort(c, errNotFound("topic "+name+" is not served by this gateway"))
 		return
 	}
+	gr, err := a.gate.admit(c.Request, name)
+	if err != nil {
+		a.refuse(c, name, err)
+		return
+	}
 	p, err := stream.ParseParams(c.Request.URL.Query(), c.Request.Header, a.cfg.Heartbeat)
 	if err != nil {
 		abort(c, err)
 		return
 	}
-	lease, err := a.admit(c, requestSubject(c))
+	if err := gr.apply(a.gate, &p); err != nil {
+		a.refuse(c, name, err)
+		return
+	}
+	lease, err := a.admit(c, gr.subject())
 	if err != nil {
 		abort(c, err)
 		return
@@ -100,6 +122,31 @@ func (a *App) handleStream(c *gin.Context) {
 	// returns long before).
 	p.OnEnd = func(stream.CloseReason) { lease.Release() }
 	a.streams.Serve(c.Writer, c.Request, a.streamTopics[name], p, a.stats[name])
+}
+
+// refuse answers a stream request its token does not allow, and counts it. The token itself is never logged.
+func (a *App) refuse(c *gin.Context, topic string, err error) {
+	if r, ok := auth.ReasonOf(err); ok {
+		a.refused.add(topic, r.String())
+		if a.log.Enabled(c.Request.Context(), slog.LevelDebug) {
+			a.log.Debug("stream refused", "topic", topic, "reason", r.String(), "remote", c.Request.RemoteAddr, "err", err)
+		}
+	}
+	abort(c, err)
+}
+
+// refuseOrigin answers a request from a page of an origin that is not allowed (cors-origins).
+func (a *App) refuseOrigin(c *gin.Context, origin string) {
+	if topic := c.Param("topic"); topic != "" {
+		a.refused.add(topic, reasonOrigin)
+	}
+	abort(c, &httpError{status: http.StatusForbidden, reason: reasonOrigin, msg: "origin " + strconv.Quote(origin) + " is not allowed (cors-origins)"})
+}
+
+// handleOptions answers an OPTIONS request that is not a CORS preflight (the CORS handler answers those).
+func handleOptions(c *gin.Context) {
+	c.Header("Allow", "GET, OPTIONS")
+	c.Status(http.StatusNoContent)
 }
 
 func (a *App) handleReady(c *gin.Context) {

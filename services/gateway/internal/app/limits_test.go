@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
+
 	"github.com/ssegate/ssegate/pkg/kafkatest"
 	"github.com/ssegate/ssegate/pkg/redistest"
 )
@@ -238,5 +240,41 @@ func TestQuotaStoreDown(t *testing.T) {
 		if v := g.metricValue(t, "ssegate_quota_store_errors_total", `op="acquire"`); v < 1 {
 			t.Errorf("quota store errors (acquire) = %v, want at least 1", v)
 		}
+	}
+}
+
+// TestLimitPerSubjectAcrossGateways: the subject the limits count is the verified token's sub claim, shared
+// by two gateways in Redis: a subject's second stream is refused on the other gateway, another subject and an
+// anonymous stream of a public topic are not, and the refusal is on the one refused-streams counter.
+func TestLimitPerSubjectAcrossGateways(t *testing.T) {
+	private, public := kafkatest.NewTopic(t, 1, nil), kafkatest.NewTopic(t, 1, nil)
+	prefix := redistest.Prefix(t)
+	shared := withAuth(t, func(c *Config) {
+		c.Limits.MaxPerSubject = 1
+		c.Limits.Redis.Addr = redistest.Addr(t)
+		c.Limits.QuotaKeyPrefix = prefix
+		c.Auth.TopicModes = map[string]string{public: "none"}
+	})
+	g1, g2 := startGateway(t, []string{private, public}, shared), startGateway(t, []string{private, public}, shared)
+	g1.waitReady(t)
+	g2.waitReady(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	scope := map[string]any{"topics": []string{private}}
+	exp := time.Now().Add(time.Hour)
+	alice := map[string]string{"Authorization": "Bearer " + token(t, testSecret, exp, scope, func(c jwt.MapClaims) { c["sub"] = "alice" })}
+	bob := map[string]string{"Authorization": "Bearer " + token(t, testSecret, exp, scope, func(c jwt.MapClaims) { c["sub"] = "bob" })}
+	stream := "/streams/" + private + "?heartbeat=200"
+
+	mustStream(t, ctx, g1.url+stream, alice)
+	mustRefuse(t, ctx, g2.url+stream, alice, http.StatusTooManyRequests, "subject")
+	mustStream(t, ctx, g2.url+stream, bob)
+	mustStream(t, ctx, g2.url+"/streams/"+public, nil)
+	mustStream(t, ctx, g2.url+"/streams/"+public, nil)
+	if v := g2.metricValue(t, "ssegate_streams_refused_total", `kind="subject"`, `reason="limit"`); v != 1 {
+		t.Errorf("g2 refused streams of kind subject = %v, want 1", v)
+	}
+	if v := g2.metricValue(t, "ssegate_streams_refused_total", `topic="`+private+`"`, `reason="missing"`); v != 0 {
+		t.Errorf("g2 refused streams for a missing token = %v, want 0 on the same counter", v)
 	}
 }

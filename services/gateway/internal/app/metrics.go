@@ -26,6 +26,8 @@ import (
 type telemetry struct {
 	provider *sdkmetric.MeterProvider
 	handler  http.Handler
+	// refused counts streams refused before they start, for every reason (auth, origin, limits).
+	refused metric.Int64ObservableCounter
 }
 
 func newTelemetry(f *feed.Feed, stats map[string]*stream.Stats, replays *replay.Pool) (*telemetry, error) {

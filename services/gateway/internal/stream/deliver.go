@@ -3,10 +3,13 @@ package stream
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"slices"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/ssegate/ssegate/pkg/sse"
 	"github.com/ssegate/ssegate/services/gateway/internal/feed"
 	"github.com/ssegate/ssegate/services/gateway/internal/ring"
 )
@@ -156,4 +159,86 @@ func frameType(rest []byte) string {
 // recordType returns the event type the frame of rec has.
 func recordType(rec *kgo.Record) string {
 	return feed.RecordType(rec)
+}
+
+// The token's moments (Params.Expires, Params.ExpiryNotice), decided here for both paths: conn.loop waits
+// for them with a timer, a writer keeps them in its timer heap; both then call tokenStep and write what it
+// returns.
+
+// Token states of a stream whose token expires.
+const (
+	tokenLive    = iota // before the notice
+	tokenNoticed        // the token-expiring frame is written
+	tokenEnded          // the token-expired frame is written: the stream ends
+)
+
+// Event types of the token's moments.
+const (
+	// EventTokenExpiring is the type of the frame a stream gets ExpiryNotice before its token expires.
+	EventTokenExpiring = "token-expiring" //nolint:gosec // an event type, not a credential
+	// EventTokenExpired is the type of a stream's last frame when its token expired.
+	EventTokenExpired = "token-expired"
+)
+
+// setExpiry sets the stream's token moments on the monotonic clock (monoNow), from the wall-clock Expires:
+// taken once, so a wall-clock step later does not move them.
+func (c *conn) setExpiry(now int64, wallNow time.Time) {
+	if c.p.Expires.IsZero() {
+		return
+	}
+	c.tokEnd = nonZero(now + int64(c.p.Expires.Sub(wallNow)))
+	if c.p.ExpiryNotice > 0 {
+		c.tokNotice = nonZero(c.tokEnd - int64(c.p.ExpiryNotice))
+	}
+}
+
+// nonZero moves a moment off 0, which means "none" (a moment may be 0 or less: monoNow counts from the
+// process's start, and in tests from outside a synctest bubble).
+func nonZero(t int64) int64 {
+	if t == 0 {
+		return 1
+	}
+	return t
+}
+
+// tokenDue returns when the stream next owes its client something about its token (monoNow): the notice, then
+// the end; 0 when its token never expires.
+func (c *conn) tokenDue() int64 {
+	if c.tokState == tokenLive && c.tokNotice != 0 {
+		return c.tokNotice
+	}
+	return c.tokEnd
+}
+
+// tokenStep returns what the stream owes its client about its token at now: nothing; the token-expiring frame;
+// or the token-expired frame, after which it ends (end is true, and stays true on every later call, with no
+// frame: the frame is returned once). Each frame's id is the client's position, the last id it was sent.
+func (c *conn) tokenStep(now int64) (frame []byte, end bool) {
+	switch {
+	case c.tokEnd == 0:
+		return nil, false
+	case c.tokState == tokenEnded:
+		return nil, true
+	case now >= c.tokEnd:
+		c.tokState = tokenEnded
+		return c.tokenFrame(EventTokenExpired, `{"expired_at":"`+c.p.Expires.UTC().Format(time.RFC3339)+`"}`), true
+	case c.tokState == tokenLive && c.tokNotice != 0 && now >= c.tokNotice:
+		c.tokState = tokenNoticed
+		c.stats.TokenNotices.Add(1)
+		left := max(time.Duration(c.tokEnd-now), 0)
+		return c.tokenFrame(EventTokenExpiring, fmt.Sprintf(`{"expires_at":"%s","expires_in_ms":%d}`,
+			c.p.Expires.UTC().Format(time.RFC3339), left.Milliseconds())), false
+	}
+	return nil, false
+}
+
+// tokenFrame returns a frame of the gateway's own with the client's position as its id.
+func (c *conn) tokenFrame(typ, data string) []byte {
+	var id []byte
+	if c.last != nil {
+		id = c.last[len("id: "):bytes.IndexByte(c.last, '\n')] // the fast path: the last frame's id
+	} else {
+		id, _ = c.pos.AppendText(nil)
+	}
+	return sse.AppendEventBytes(nil, id, []byte(typ), []byte(data))
 }

@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -24,6 +25,14 @@ const (
 type Params struct {
 	// Heartbeat is the idle time after which a comment is written; zero means none.
 	Heartbeat time.Duration
+	// Expires, when not zero, is when the client's token stops being accepted: the stream ends then, after an
+	// "event: token-expired" frame whose id is the client's position, so that a reconnect with a new token
+	// resumes exactly. Zero means the stream never expires. ParseParams leaves it zero; the caller sets it.
+	Expires time.Time
+	// ExpiryNotice is how long before Expires the stream gets an "event: token-expiring" frame (with the
+	// client's position as its id), so that the page fetches a new token before the end. Zero means no
+	// notice.
+	ExpiryNotice time.Duration
 	// LastEventID is the position to resume from: the Last-Event-ID header, else the lastEventId or
 	// last_event_id query parameter. Empty means a new stream. It is parsed when the stream starts, so that
 	// a malformed one is answered in the stream (event: resync) rather than with an HTTP error that would
@@ -142,4 +151,55 @@ func ParseParams(q url.Values, h http.Header, defaultHeartbeat time.Duration) (P
 		}
 	}
 	return p, nil
+}
+
+// ErrOutOfScope is returned by Narrow when what a request asks for and what its token allows have nothing in
+// common: a 403, rather than a stream that could never deliver anything.
+var ErrOutOfScope = errors.New("stream: the request asks for nothing its token allows")
+
+// ScopeError is a request that asks only for keys or event types its token does not allow; it names the
+// query parameter.
+type ScopeError struct {
+	Param string
+}
+
+// Error says which parameter asks for nothing the token allows.
+func (e *ScopeError) Error() string {
+	return fmt.Sprintf("query parameter %q: none of the values is allowed by the token", e.Param)
+}
+
+// Unwrap returns ErrOutOfScope.
+func (e *ScopeError) Unwrap() error { return ErrOutOfScope }
+
+// Narrow applies what a client's token allows to p. keys and events, when not nil, are the only record keys
+// and event types the token allows: without key= the stream gets exactly those keys; with key= it gets the
+// keys both name (a query narrows a scope, it never widens it); the same for event=. An empty result (the
+// query names only values outside the scope, or the token allows none) is a *ScopeError. Nil keeps p's own.
+func (p *Params) Narrow(keys, events []string) error {
+	var err error
+	if keys != nil {
+		if p.Keys, err = narrow(p.Keys, keys, "key"); err != nil {
+			return err
+		}
+	}
+	if events != nil {
+		if p.Events, err = narrow(p.Events, events, "event"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// narrow returns the values of asked (all of allowed when asked is empty) that allowed has.
+func narrow(asked map[string]bool, allowed []string, param string) (map[string]bool, error) {
+	out := map[string]bool{}
+	for _, v := range allowed {
+		if len(asked) == 0 || asked[v] {
+			out[v] = true
+		}
+	}
+	if len(out) == 0 {
+		return nil, &ScopeError{Param: param}
+	}
+	return out, nil
 }

@@ -2,6 +2,7 @@ package stream
 
 import (
 	"errors"
+	"fmt"
 	"net/url"
 	"strings"
 	"testing"
@@ -62,6 +63,61 @@ func TestParseParamsFrom(t *testing.T) {
 			}
 			if !strings.Contains(err.Error(), `"from"`) || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Errorf("error %q does not name from or lacks %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+// TestNarrow: a token's keys and events narrow a stream's: without key= (event=) the stream gets the token's,
+// with them the values both name; nothing in common is a *ScopeError naming the parameter; nil leaves the
+// query's as they are.
+func TestNarrow(t *testing.T) {
+	set := func(vs ...string) map[string]bool {
+		if vs == nil {
+			return nil
+		}
+		m := map[string]bool{}
+		for _, v := range vs {
+			m[v] = true
+		}
+		return m
+	}
+	for _, tc := range []struct {
+		name                 string
+		query                string
+		keys, events         []string
+		wantKeys, wantEvents map[string]bool
+		wantErr              string // the parameter of the *ScopeError; empty means none
+	}{
+		{name: "no scope", query: "key=a&event=x", wantKeys: set("a"), wantEvents: set("x")},
+		{name: "forced keys", keys: []string{"user-42"}, wantKeys: set("user-42")},
+		{name: "forced keys, query narrows", query: "key=user-42", keys: []string{"user-42", "user-7"}, wantKeys: set("user-42")},
+		{name: "query cannot widen", query: "key=user-42&key=user-7", keys: []string{"user-42"}, wantKeys: set("user-42")},
+		{name: "query outside the scope", query: "key=user-7", keys: []string{"user-42"}, wantErr: "key"},
+		{name: "token allows no key", keys: []string{}, wantErr: "key"},
+		{name: "forced events", query: "key=a", events: []string{"order.paid"}, wantKeys: set("a"), wantEvents: set("order.paid")},
+		{name: "events outside the scope", query: "event=order.created", events: []string{"order.paid"}, wantErr: "event"},
+		{name: "both", query: "event=order.paid&event=x", keys: []string{"k"}, events: []string{"order.paid"}, wantKeys: set("k"), wantEvents: set("order.paid")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q, _ := url.ParseQuery(tc.query)
+			p, err := ParseParams(q, nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = p.Narrow(tc.keys, tc.events)
+			if tc.wantErr != "" {
+				var se *ScopeError
+				if !errors.As(err, &se) || se.Param != tc.wantErr || !errors.Is(err, ErrOutOfScope) {
+					t.Fatalf("Narrow = %v, want a *ScopeError for %s", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(p.Keys) != fmt.Sprint(tc.wantKeys) || fmt.Sprint(p.Events) != fmt.Sprint(tc.wantEvents) {
+				t.Fatalf("keys %v events %v, want %v %v", p.Keys, p.Events, tc.wantKeys, tc.wantEvents)
 			}
 		})
 	}

@@ -24,8 +24,8 @@ import (
 // chunk bytes for every connection at the same cursor, built once). A socket that does not take everything at
 // once, a connection that fell behind the ring, and the end of a connection leave the writer: the connection
 // gets a goroutine again (conn.resume) that writes under the ordinary write timeout and catches up, and
-// parks again once it is idle. So one slow client never holds a writer. Heartbeats and the drain are timers
-// in a heap per writer; a heartbeat first looks whether the peer closed the connection, so a client that left
+// parks again once it is idle. So one slow client never holds a writer. Heartbeats, the drain and the token's
+// moments (its notice and its end, see deliver.go) are timers in a heap per writer; a heartbeat first looks whether the peer closed the connection, so a client that left
 // is noticed within a heartbeat.
 
 // probeEvery is how often a writer looks whether the peer of a parked connection closed it, when the stream's
@@ -432,7 +432,7 @@ func (w *writer) startDrain() {
 	}
 }
 
-// schedule puts c in the timer heap at its next heartbeat, probe or drain time.
+// schedule puts c in the timer heap at its next heartbeat, probe, drain or token time.
 func (w *writer) schedule(c *conn) {
 	due := c.probeDue
 	if c.p.Heartbeat > 0 {
@@ -440,6 +440,9 @@ func (w *writer) schedule(c *conn) {
 	}
 	if c.drainAt != 0 {
 		due = min(due, c.drainAt)
+	}
+	if t := c.tokenDue(); t != 0 {
+		due = min(due, t)
 	}
 	c.due = due
 	switch {
@@ -450,7 +453,7 @@ func (w *writer) schedule(c *conn) {
 	}
 }
 
-// expire handles the heartbeats, probes and drain times that are due. A heartbeat time is pushed back by every write
+// expire handles the heartbeats, probes, drain and token times that are due. A heartbeat time is pushed back by every write
 // without touching the heap; the heap entry is corrected when it comes up.
 func (w *writer) expire(now int64) {
 	for len(w.timers) > 0 && w.timers[0].due <= now {
@@ -460,6 +463,28 @@ func (w *writer) expire(now int64) {
 			w.release(c)
 			c.end(ReasonShutdown)
 			continue
+		case c.tokenDue() != 0 && c.tokenDue() <= now:
+			frame, end := c.tokenStep(now)
+			if frame != nil {
+				chunk := appendChunk(nil, [][]byte{frame})
+				n, err := w.io.writeNow(c.rc, chunk)
+				c.stats.Bytes.Add(int64(n))
+				if err != nil {
+					w.release(c)
+					c.end(writeReason(err))
+					continue
+				}
+				c.wroteAt(now)
+				if n < len(chunk) {
+					w.handOff(c, chunk[n:]) // its goroutine writes the rest, then ends it (tokenStep stays at the end)
+					continue
+				}
+			}
+			if end {
+				w.release(c)
+				c.end(ReasonTokenExpired)
+				continue
+			}
 		case c.keepAliveDue(now):
 			if w.io.peerClosed(c.rc) {
 				w.release(c)

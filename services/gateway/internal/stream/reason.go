@@ -17,6 +17,9 @@ const (
 	// ReasonReplayFailed: what the client needs is not in the ring and could not be read from Kafka. It
 	// reconnects with its last id and tries again.
 	ReasonReplayFailed
+	// ReasonTokenExpired: the client's token expired (Params.Expires). The stream's last frame,
+	// "event: token-expired", carries the client's position; it reconnects with a new token and resumes.
+	ReasonTokenExpired
 
 	numReasons
 )
@@ -25,7 +28,7 @@ const (
 // counted in its Stats. It is not a reason a stream ends.
 const Detached CloseReason = -1
 
-var reasonNames = [numReasons]string{"client_gone", "behind", "write_failed", "shutdown", "replay_failed"}
+var reasonNames = [numReasons]string{"client_gone", "behind", "write_failed", "shutdown", "replay_failed", "token_expired"}
 
 // String returns the reason's label, e.g. "client_gone".
 func (r CloseReason) String() string {

@@ -102,6 +102,36 @@ func keyPartitions(t *Topic, p Params) []int32 {
 	return slices.Compact(out)
 }
 
+// keyPartitionsOf returns the partitions of ids (ascending) that a key of p can be in: with Kafka's default
+// partitioner, the partitions a key goes to under some partition count up to the topic's (or past the highest
+// partition in ids: a partition this pod has not discovered yet). Every partition of ids with
+// KeysAnyPartition.
+func keyPartitionsOf(t *Topic, p Params, ids []int32) []int32 {
+	if t.KeysAnyPartition || len(ids) == 0 {
+		return ids
+	}
+	n := int32(0)
+	if t.Partitions != nil {
+		n = int32(len(t.Partitions()))
+	}
+	n = max(n, ids[len(ids)-1]+1)
+	kp := kgo.StickyKeyPartitioner(nil).ForTopic(t.Name)
+	var out []int32
+	for _, q := range ids {
+	keys:
+		for k := range p.Keys {
+			rec := &kgo.Record{Key: []byte(k)}
+			for count := q + 1; count <= n; count++ {
+				if int32(kp.Partition(rec, int(count))) == q {
+					out = append(out, q)
+					break keys
+				}
+			}
+		}
+	}
+	return out
+}
+
 // Resync reasons, the "reason" of an "event: resync" frame.
 const (
 	ResyncRetention = "retention"
@@ -146,6 +176,9 @@ const unknownPartitionRetry = 300 * time.Millisecond
 // errDrained ends a stream that was still waiting to start when the server drained.
 var errDrained = errors.New("stream: server draining")
 
+// errTokenExpired ends a stream whose token expired while it was waiting for its topic.
+var errTokenExpired = errors.New("stream: token expired")
+
 // start decides where a new stream begins: it waits for the topic to exist, takes the client's position from
 // its id (or from the from parameter), joins the ring at its head, tells the client about anything it cannot
 // have, writes the id-only block, and catches up to the head from the ring and Kafka.
@@ -174,8 +207,11 @@ func (c *conn) start(ctx context.Context, t *Topic, p Params) error {
 	c.keyParts = keyPartitions(t, p)
 	if c.keyParts != nil && resuming {
 		// A key's partition depends on the partition count: the id may list partitions of an earlier count
-		// (producers that have not seen the new count still write there), and those stay the stream's.
-		c.keyParts = unionParts(c.keyParts, partitionsOf(c.pos))
+		// (producers that have not seen the new count still write there), and those stay the stream's. Only
+		// those, though: an id never makes a key-filtered stream cover a partition its keys cannot be in
+		// (records there would be filtered out all the same, but the stream's ids would follow that
+		// partition).
+		c.keyParts = unionParts(c.keyParts, keyPartitionsOf(t, p, partitionsOf(c.pos)))
 	}
 	c0, head := c.join(t)
 	if !resuming {
@@ -241,6 +277,14 @@ func (c *conn) awaitTopic(ctx context.Context, t *Topic, p *Params) error {
 	}
 	check := time.NewTicker(250 * time.Millisecond)
 	defer check.Stop()
+	var expired <-chan time.Time
+	if c.tokEnd != 0 {
+		// No position to end on yet (or only "v1:", already sent): the stream just ends, and the client keeps
+		// the id it had.
+		t := time.NewTimer(max(time.Duration(c.tokEnd-monoNow()), 0))
+		defer t.Stop()
+		expired = t.C
+	}
 	for {
 		wait := time.Hour
 		if c.p.Heartbeat > 0 {
@@ -271,6 +315,9 @@ func (c *conn) awaitTopic(ctx context.Context, t *Topic, p *Params) error {
 		case <-c.draining:
 			hb.Stop()
 			return errDrained
+		case <-expired:
+			hb.Stop()
+			return errTokenExpired
 		}
 		hb.Stop()
 	}

@@ -37,6 +37,9 @@ type pod struct {
 type podOpts struct {
 	feed    func(*feed.Config)
 	writers int
+	// params, when set, changes each stream's parameters as the gateway's handler would (a token's scope
+	// and expiry); an error is a 403.
+	params func(r *http.Request, p *Params) error
 }
 
 func startPod(t *testing.T, kc *memlog.Cluster, topic string, o podOpts) *pod {
@@ -60,6 +63,12 @@ func startPod(t *testing.T, kc *memlog.Cluster, topic string, o podOpts) *pod {
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
+		}
+		if o.params != nil {
+			if err := o.params(r, &p); err != nil {
+				http.Error(w, err.Error(), http.StatusForbidden)
+				return
+			}
 		}
 		srv.Serve(w, r, pd.topic, p, pd.stats)
 	}))
@@ -103,9 +112,19 @@ func (c *seamClient) keepAlives() int {
 // open opens a stream of the pod (query, e.g. "?key=k"), resuming from lastID when it is not empty.
 func (pd *pod) open(t *testing.T, query, lastID string) *seamClient {
 	t.Helper()
-	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, pd.hs.URL+"/"+query, nil)
+	h := http.Header{}
 	if lastID != "" {
-		req.Header.Set("Last-Event-ID", lastID)
+		h.Set("Last-Event-ID", lastID)
+	}
+	return pd.openWith(t, query, h)
+}
+
+// openWith opens a stream of the pod with these request headers.
+func (pd *pod) openWith(t *testing.T, query string, h http.Header) *seamClient {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, pd.hs.URL+"/"+query, nil)
+	for k, vs := range h {
+		req.Header[k] = vs
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -64,6 +64,8 @@ type Stats struct {
 	ResumedFromKafka atomic.Int64             // resumes and catch-ups that read from Kafka
 	Resyncs          [numResyncs]atomic.Int64 // resync frames, by reason (see ResyncReasons)
 	Skipped          atomic.Int64             // offsets clients will never get, reported by resyncs
+
+	TokenNotices atomic.Int64 // token-expiring frames written (see Params.ExpiryNotice)
 }
 
 // Server serves SSE streams from rings.
@@ -129,6 +131,7 @@ func (s *Server) Serve(w http.ResponseWriter, r *http.Request, t *Topic, p Param
 
 	stats.Open.Add(1)
 	c := &conn{s: s, t: t, p: p, stats: stats, draining: s.draining, remote: r.RemoteAddr}
+	c.setExpiry(monoNow(), time.Now())
 	if s.pool != nil && r.ProtoMajor == 1 && r.ProtoMinor >= 1 && r.TLS == nil {
 		if nc, _, err := http.NewResponseController(w).Hijack(); err == nil {
 			// A listener may wrap its connections for net/http's sake (the gateway's answers its early errors
@@ -158,6 +161,10 @@ type conn struct {
 
 	draining <-chan struct{} // the server's drain signal; nil once seen
 	drainAt  int64           // when this stream closes (monoNow); 0 until the server drains
+
+	tokNotice int64 // when the token-expiring frame is due (monoNow); 0 for none
+	tokEnd    int64 // when the token expires and the stream ends (monoNow); 0 for never
+	tokState  int   // tokenLive, tokenNoticed or tokenEnded (deliver.go)
 
 	pos      position.Vector // the client's position: what it has been sent (or passed by a filter); on the fast path it is not kept up to date, see last
 	last     []byte          // on the fast path, the last frame written (the client's position is its id); nil when pos is current
@@ -274,6 +281,13 @@ func (c *conn) loop(ctx context.Context) CloseReason {
 			drainTimer.Stop()
 		}
 	}()
+	var tokTimer *time.Timer
+	var tokC <-chan time.Time
+	if c.tokenDue() != 0 {
+		tokTimer = time.NewTimer(time.Hour)
+		defer tokTimer.Stop()
+		tokC = tokTimer.C
+	}
 	var sc scratch
 	for {
 		// A stream that always has frames to write never blocks in the select below, so the stop signals
@@ -286,6 +300,9 @@ func (c *conn) loop(ctx context.Context) CloseReason {
 		case <-drainC:
 			return ReasonShutdown
 		default:
+		}
+		if r, end := c.tokenMoment(monoNow()); end {
+			return r
 		}
 		out, next, wake, err := c.pull(&sc)
 		if behind := errors.Is(err, ring.ErrBehind); behind || errors.Is(err, errRejoin) {
@@ -317,8 +334,12 @@ func (c *conn) loop(ctx context.Context) CloseReason {
 		if hb != nil {
 			hb.Reset(max(time.Duration(c.hbDue-monoNow()), 0))
 		}
+		if tokTimer != nil {
+			tokTimer.Reset(max(time.Duration(c.tokenDue()-monoNow()), 0))
+		}
 		select {
 		case <-wake:
+		case <-tokC: // written at the top of the loop
 		case <-heartbeat:
 			if c.keepAliveDue(monoNow()) {
 				if err := c.keepAlive(); err != nil {
@@ -333,6 +354,18 @@ func (c *conn) loop(ctx context.Context) CloseReason {
 			return ReasonShutdown
 		}
 	}
+}
+
+// tokenMoment writes, from the stream's goroutine, what the stream owes its client about its token at now (see
+// tokenStep), and says whether the stream ends, and why.
+func (c *conn) tokenMoment(now int64) (CloseReason, bool) {
+	frame, end := c.tokenStep(now)
+	if frame != nil {
+		if err := c.write([][]byte{frame}); err != nil {
+			return writeReason(err), true
+		}
+	}
+	return ReasonTokenExpired, end
 }
 
 // rejoin catches the stream up after its cursor fell out of the ring or its partitions changed: it takes the
@@ -384,6 +417,8 @@ func (c *conn) failure(ctx context.Context, err error) CloseReason {
 		return ReasonClientGone
 	case errors.Is(err, errDrained):
 		return ReasonShutdown
+	case errors.Is(err, errTokenExpired):
+		return ReasonTokenExpired
 	case errors.Is(err, errReplay):
 		c.s.log.Warn("stream could not read what it needs from kafka", "err", err)
 		return ReasonReplayFailed

@@ -1,0 +1,168 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/ssegate/ssegate/services/gateway/internal/auth"
+	"github.com/ssegate/ssegate/services/gateway/internal/stream"
+)
+
+// realm is the realm of the gateway's WWW-Authenticate challenges.
+const realm = "ssegate"
+
+// gate decides who may read which topic: the topic's auth mode, the request's token, and what the token's
+// scope allows. It is immutable once built, and safe for concurrent use.
+type gate struct {
+	verifier *auth.Verifier // nil when no topic looks at tokens
+	modes    map[string]auth.Mode
+	extract  auth.Extractor
+	leeway   time.Duration
+	notice   time.Duration
+}
+
+func newGate(cfg Config, log *slog.Logger) (*gate, error) {
+	modes, err := cfg.authModes()
+	if err != nil {
+		return nil, err
+	}
+	g := &gate{
+		modes:   modes,
+		extract: auth.Extractor{Cookie: cfg.Auth.Cookie, Query: cfg.Auth.QueryToken},
+		leeway:  cfg.Auth.Leeway,
+		notice:  cfg.Auth.ExpiryNotice,
+	}
+	if !cfg.needsTokens() {
+		if cfg.Auth.hasKeySource() {
+			log.Warn("auth keys are configured but every topic has auth none: no token is looked at")
+		}
+		return g, nil
+	}
+	g.verifier, err = auth.New(auth.Config{
+		Algorithms:     cfg.Auth.Algorithms,
+		KeyFile:        cfg.Auth.KeyFile,
+		HMACSecretFile: cfg.Auth.HMACSecretFile,
+		JWKSURL:        cfg.Auth.JWKSURL,
+		JWKSFile:       cfg.Auth.JWKSFile,
+		Issuer:         cfg.Auth.Issuer,
+		Audience:       cfg.Auth.Audience,
+		Leeway:         cfg.Auth.Leeway,
+		Refresh:        cfg.Auth.KeyRefresh,
+		Claim:          cfg.Auth.Claim,
+		Logger:         log.With("component", "auth"),
+	})
+	return g, err
+}
+
+// run refreshes the keys until ctx ends.
+func (g *gate) run(ctx context.Context) {
+	if g.verifier != nil {
+		g.verifier.Run(ctx)
+	}
+}
+
+// grant is what a request may read of a topic: nil claims for an anonymous reader (a public topic).
+type grant struct {
+	claims *auth.Claims
+}
+
+// admit checks the request's token against topic's mode. A refusal is an *auth.Error: 401 for a missing or bad
+// token, 403 when the token does not allow the topic, 400 for a request with tokens in two places.
+//
+// On an optional topic, a request without a token, or with a valid token whose scope does not name the topic,
+// reads it anonymously: a token never makes a public topic unreadable. A token that fails verification is
+// refused even there, so that a client learns its token needs renewing instead of silently getting another
+// view.
+func (g *gate) admit(r *http.Request, topic string) (grant, error) {
+	mode := g.modes[topic]
+	if mode == auth.ModeNone {
+		return grant{}, nil
+	}
+	tok, err := g.extract.Token(r)
+	if err != nil {
+		return grant{}, err
+	}
+	if tok == "" {
+		if mode == auth.ModeOptional {
+			return grant{}, nil
+		}
+		return grant{}, &auth.Error{Reason: auth.ReasonMissing}
+	}
+	claims, err := g.verifier.Verify(r.Context(), tok)
+	if err != nil {
+		return grant{}, err
+	}
+	if !claims.Scope.AllowsTopic(topic) {
+		if mode == auth.ModeOptional {
+			return grant{}, nil
+		}
+		return grant{}, &auth.Error{Reason: auth.ReasonInsufficientScope, Detail: "topic " + topic}
+	}
+	return grant{claims: claims}, nil
+}
+
+// apply narrows a stream's parameters to the grant: the scope's keys and events, and the token's expiry (exp
+// plus the leeway: the moment the gateway stops accepting the token).
+func (gr grant) apply(g *gate, p *stream.Params) error {
+	if gr.claims == nil {
+		return nil
+	}
+	if err := p.Narrow(gr.claims.Scope.Keys, gr.claims.Scope.Events); err != nil {
+		var se *stream.ScopeError
+		detail := "the query asks for nothing the token allows"
+		if errors.As(err, &se) {
+			detail = "query parameter " + se.Param + ": none of its values is allowed by the token"
+		}
+		return &auth.Error{Reason: auth.ReasonInsufficientScope, Detail: detail, Err: err}
+	}
+	p.Expires = gr.claims.Expires.Add(g.leeway)
+	p.ExpiryNotice = g.notice
+	return nil
+}
+
+// refusals counts the streams refused before they start, per topic and reason (the auth reasons and
+// "origin"). The maps are built once; only the counters change.
+type refusals map[string]map[string]*atomic.Int64
+
+// refusalReasons are the reason labels of ssegate_streams_refused_total.
+func refusalReasons() []string {
+	var out []string
+	for _, r := range auth.Reasons() {
+		out = append(out, r.String())
+	}
+	return append(out, reasonOrigin)
+}
+
+// reasonOrigin is the reason of a request refused for its Origin.
+const reasonOrigin = "origin"
+
+func newRefusals(topics []string) refusals {
+	rs := refusals{}
+	for _, t := range topics {
+		rs[t] = map[string]*atomic.Int64{}
+		for _, r := range refusalReasons() {
+			rs[t][r] = new(atomic.Int64)
+		}
+	}
+	return rs
+}
+
+// add counts a refusal of a served topic; other topics (404s) are not counted, their names are the client's.
+func (rs refusals) add(topic, reason string) {
+	if n := rs[topic][reason]; n != nil {
+		n.Add(1)
+	}
+}
+
+// subject is the token's subject, "" for an anonymous request (or a token without sub). The limits count
+// streams per subject by it (max-streams-per-subject); anonymous streams are counted per address only.
+func (gr grant) subject() string {
+	if gr.claims == nil {
+		return ""
+	}
+	return gr.claims.Subject
+}

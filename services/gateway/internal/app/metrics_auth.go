@@ -1,0 +1,48 @@
+package app
+
+import (
+	"context"
+	"fmt"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/ssegate/ssegate/services/gateway/internal/stream"
+)
+
+// registerAuth adds the metrics of who may read what to the telemetry: streams refused before they start, by
+// reason, and token-expiring frames sent. Like the others, they read counters at scrape time. The refused
+// counter is the one registerLimitMetrics reports the limits' refusals on.
+func (t *telemetry) registerAuth(topics []string, stats map[string]*stream.Stats, refused refusals) error {
+	m := t.provider.Meter("github.com/ssegate/ssegate/services/gateway")
+	refusedC, err1 := m.Int64ObservableCounter("ssegate.streams.refused", metric.WithDescription("Stream requests refused before the stream started, by reason: a token missing or refused, a scope that does not allow the request, an origin not allowed, a limit (with its kind)"))
+	expiring, err2 := m.Int64ObservableCounter("ssegate.tokens.expiring", metric.WithDescription("token-expiring events sent to streams whose token expires soon"))
+	for _, err := range []error{err1, err2} {
+		if err != nil {
+			return fmt.Errorf("metric instrument: %w", err)
+		}
+	}
+	reasons := refusalReasons()
+	attrs := map[string][]metric.MeasurementOption{}
+	topicAttrs := map[string]metric.MeasurementOption{}
+	for _, name := range topics {
+		topicAttrs[name] = metric.WithAttributes(attribute.String("topic", name))
+		for _, r := range reasons {
+			attrs[name] = append(attrs[name], metric.WithAttributes(attribute.String("topic", name), attribute.String("reason", r)))
+		}
+	}
+	_, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		for _, name := range topics {
+			for i, r := range reasons {
+				o.ObserveInt64(refusedC, refused[name][r].Load(), attrs[name][i])
+			}
+			o.ObserveInt64(expiring, stats[name].TokenNotices.Load(), topicAttrs[name])
+		}
+		return nil
+	}, refusedC, expiring)
+	if err != nil {
+		return fmt.Errorf("metric callback: %w", err)
+	}
+	t.refused = refusedC
+	return nil
+}
