@@ -57,6 +57,11 @@ func probe(args []string, log *slog.Logger) int {
 func run(cfg app.Config, log *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	// The first signal starts the graceful shutdown; a second one ends the process at once.
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
 	a, err := app.New(cfg, log)
 	if err != nil {
 		return err

@@ -222,11 +222,25 @@ func (a *App) Run(ctx context.Context) error {
 		err = fmt.Errorf("admin http server: %w", err)
 	}
 
-	a.log.Info("gateway shutting down", "drain", a.cfg.Drain.String())
+	// Unready at once; the listener stays open through the propagation window and the drain, and every new
+	// stream meanwhile is told where it is and to come back soon, so that a proxy with no other endpoint left
+	// never gets a refused connection (a 502, which an EventSource never retries).
+	a.log.Info("gateway shutting down", "endpoint_propagation", a.cfg.Propagation.String(), "drain", a.cfg.Drain.String())
 	a.draining.Store(true)
+	a.streams.Leave()
+	if a.cfg.Propagation > 0 {
+		select {
+		case <-time.After(a.cfg.Propagation):
+		case err2 := <-serveErr:
+			err = errors.Join(err, fmt.Errorf("http server: %w", err2))
+		}
+	}
 	a.streams.Drain()
 	sctx, cancel := context.WithTimeout(context.Background(), a.cfg.Drain+a.cfg.WriteTimeout+time.Second)
 	defer cancel()
+	if werr := a.waitStreams(sctx); werr != nil {
+		a.log.Warn("streams still open after the drain window; closing them", "err", werr)
+	}
 	if serr := a.srv.Shutdown(sctx); serr != nil {
 		a.log.Warn("streams still open after the drain window; closing them", "err", serr)
 		_ = a.srv.Close()
@@ -250,4 +264,25 @@ func (a *App) Run(ctx context.Context) error {
 	}
 	a.log.Info("gateway stopped")
 	return err
+}
+
+// waitStreams waits, with the listener still open, until no stream of the drain is left: every stream open
+// at the drain has ended (new ones end as soon as they have their position), or ctx ends.
+func (a *App) waitStreams(ctx context.Context) error {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		var open int64
+		for _, st := range a.stats {
+			open += st.Open.Load()
+		}
+		if open == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
 }

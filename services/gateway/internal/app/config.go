@@ -51,6 +51,10 @@ type Config struct {
 	// WriteLinger is how long the writers wait after new frames arrive before writing them, so that more
 	// frames go out per write: more throughput for more latency. Default 0 (write at once).
 	WriteLinger time.Duration
+	// Propagation is how long a stopping gateway keeps serving, unready, before its drain starts: the time
+	// endpoints and proxies take to stop sending it clients. New streams meanwhile (and during the drain) get
+	// a short retry and their position, and end, so that their clients reconnect to another pod.
+	Propagation time.Duration
 	// Drain is the window over which open streams are closed at shutdown, each at a random moment in it.
 	// Default 10s; zero closes them all at once.
 	Drain time.Duration
@@ -120,6 +124,7 @@ func settingsOf(c *Config) []settings.Setting {
 		s("write-timeout", "time a client has to take each write before it is disconnected", settings.Duration(&c.WriteTimeout)),
 		s("writers", "writer goroutines serving idle HTTP/1.1 streams; 0 keeps a goroutine per stream", settings.Int(&c.Writers)),
 		s("write-linger", "wait after new frames before writing them, to batch writes; 0 writes at once", settings.Duration(&c.WriteLinger)),
+		s("endpoint-propagation", "how long a stopping gateway stays up, unready, before it drains, while endpoints and proxies drop it; new streams get a short retry and end", settings.Duration(&c.Propagation)),
 		s("drain", "window over which streams are closed at shutdown; 0 closes them at once", settings.Duration(&c.Drain)),
 		s("metadata-interval", "how often to look for new topics and partitions", settings.Duration(&c.MetadataInterval)),
 		s("prefill", "latest records per partition read into the ring at start; 0 means none", settings.Int64(&c.Prefill)),
@@ -195,6 +200,7 @@ func (c Config) Validate() error {
 		{"write-timeout", c.WriteTimeout < time.Millisecond, "at least 1ms"},
 		{"writers", c.Writers < 0 || c.Writers > 1024, "from 0 to 1024"},
 		{"write-linger", c.WriteLinger < 0 || c.WriteLinger > time.Second, "from 0 to 1s"},
+		{"endpoint-propagation", c.Propagation < 0, "zero or positive"},
 		{"drain", c.Drain < 0, "zero or positive"},
 		{"metadata-interval", c.MetadataInterval < 100*time.Millisecond, "at least 100ms"},
 		{"prefill", c.Prefill < 0, "zero or positive"},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"regexp"
@@ -128,7 +129,7 @@ func TestReadyz(t *testing.T) {
 	}
 }
 
-// TestShutdownDrains: on shutdown the listener closes and open streams end cleanly within the drain window.
+// TestShutdownDrains: on shutdown open streams end cleanly within the drain window, then the listener closes.
 func TestShutdownDrains(t *testing.T) {
 	topic := kafkatest.NewTopic(t, 1, nil)
 	g := startGateway(t, []string{topic}, func(c *Config) { c.Drain = time.Second })
@@ -161,6 +162,83 @@ func TestShutdownDrains(t *testing.T) {
 	}
 	if code, _ := get(t, g.admin+"/healthz"); code != 0 {
 		t.Fatalf("a stopped gateway still answers: %d", code)
+	}
+}
+
+// TestShutdownKeepsListening: a stopping gateway is unready at once but keeps its listener open through the
+// endpoint-propagation window and the drain; a stream that comes meanwhile gets 200, a short retry and its
+// position, and ends; streams open before carry on until the drain; only then are connections refused.
+func TestShutdownKeepsListening(t *testing.T) {
+	topic := kafkatest.NewTopic(t, 1, nil)
+	g := startGateway(t, []string{topic}, func(c *Config) {
+		c.Propagation = 1500 * time.Millisecond
+		c.Drain = 3 * time.Second
+	})
+	g.waitReady(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	// Five streams, so that one of them at least is still open a moment into the drain (each ends at a random
+	// moment of it).
+	var olds []*sseClient
+	for range 5 {
+		olds = append(olds, connect(t, ctx, g.url+"/streams/"+topic))
+	}
+	cl := kafkatest.Client(t, kgo.DefaultProduceTopic(topic))
+	kafkatest.Produce(t, cl, &kgo.Record{Value: []byte("before")})
+	for _, old := range olds {
+		if ev := old.next(t); ev.Data != "before" {
+			t.Fatalf("event = %+v", ev)
+		}
+	}
+	start := time.Now()
+	g.stop()
+	kafkatest.WaitFor(t, time.Second, "the gateway to be unready", func() bool {
+		code, _ := get(t, g.admin+"/readyz")
+		return code == http.StatusServiceUnavailable
+	})
+	redirected := func(when, want string) {
+		t.Helper()
+		code, body := get(t, g.url+"/streams/"+topic)
+		var retry int
+		var id string
+		if _, err := fmt.Sscanf(body, "retry: %d\nid: %s\n\n", &retry, &id); err != nil || code != http.StatusOK {
+			t.Fatalf("a new stream %s: %d %q (%v), want 200, a retry and an id, then the end", when, code, body, err)
+		}
+		if retry < 500 || retry >= 1500 || id != want {
+			t.Fatalf("a new stream %s: retry %d, id %s; want 500 <= retry < 1500 and %s", when, retry, id, want)
+		}
+	}
+	redirected("in the propagation window", "v1:0-0")
+	kafkatest.Produce(t, cl, &kgo.Record{Value: []byte("during")})
+	for _, old := range olds {
+		if ev := old.next(t); ev.Data != "during" {
+			t.Fatalf("a stream open before the shutdown, in the propagation window: %+v", ev)
+		}
+	}
+	if took := time.Since(start); took > 1400*time.Millisecond {
+		t.Fatalf("the checks of the propagation window took %v; the test cannot tell the window from the drain", took)
+	}
+	time.Sleep(time.Until(start.Add(1600 * time.Millisecond)))
+	redirected("in the drain", "v1:0-1")
+	for i, old := range olds {
+		if _, err := old.p.Next(); !errors.Is(err, io.EOF) {
+			t.Fatalf("stream %d, open before the shutdown, ended with %v, want a clean end in the drain", i, err)
+		}
+	}
+	if took := time.Since(start); took < 1500*time.Millisecond {
+		t.Fatalf("the streams open before the shutdown ended %v after it, before the propagation window was over", took)
+	}
+	select {
+	case err := <-g.done:
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+		g.done <- nil // for the cleanup
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after the drain")
+	}
+	if code, body := get(t, g.url+"/streams/"+topic); code != 0 {
+		t.Fatalf("a stopped gateway still answers: %d %s", code, body)
 	}
 }
 

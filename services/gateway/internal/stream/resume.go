@@ -173,7 +173,8 @@ var errWrite = errors.New("stream: write failed")
 // unknownPartitionRetry is how long a stream waits before it asks Kafka about an id's unknown partition again.
 const unknownPartitionRetry = 300 * time.Millisecond
 
-// errDrained ends a stream that was still waiting to start when the server drained.
+// errDrained ends a stream that was still waiting to start when the server drained, or that started while it
+// was leaving.
 var errDrained = errors.New("stream: server draining")
 
 // errTokenExpired ends a stream whose token expired while it was waiting for its topic.
@@ -251,6 +252,14 @@ func (c *conn) start(ctx context.Context, t *Topic, p Params) error {
 	}
 	c.idBuf, _ = c.pos.AppendText(c.idBuf[:0])
 	c.buf = sse.AppendID(c.buf, string(c.idBuf))
+	if c.leaving {
+		// The client reconnects from this position elsewhere: a fresh stream too, so that nothing between now
+		// and its reconnect is lost.
+		if err := c.flushBuf(); err != nil {
+			return err
+		}
+		return errDrained
+	}
 	return c.catchUp(ctx, t, p, c0, head, resuming)
 }
 
@@ -274,6 +283,9 @@ func (c *conn) awaitTopic(ctx context.Context, t *Topic, p *Params) error {
 	markAbsent()
 	if err := c.flushBuf(); err != nil {
 		return err
+	}
+	if c.leaving {
+		return errDrained
 	}
 	check := time.NewTicker(250 * time.Millisecond)
 	defer check.Stop()

@@ -30,6 +30,7 @@ type pod struct {
 	f     *feed.Feed
 	topic *Topic
 	hs    *httptest.Server
+	srv   *Server
 	stats *Stats
 }
 
@@ -57,7 +58,7 @@ func startPod(t *testing.T, kc *memlog.Cluster, topic string, o podOpts) *pod {
 	go func() { _ = f.Run(ctx); close(done) }()
 	pool := replay.NewPool(replay.Config{Idle: time.Second, BlockSize: 64}, kc)
 	srv := NewServer(Config{Writers: o.writers, Logger: discardLog, Drain: 0})
-	pd := &pod{f: f, topic: NewTopic(f, topic, pool, false), stats: new(Stats)}
+	pd := &pod{f: f, topic: NewTopic(f, topic, pool, false), srv: srv, stats: new(Stats)}
 	pd.hs = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, err := ParseParams(r.URL.Query(), r.Header, 0)
 		if err != nil {
@@ -591,5 +592,65 @@ func TestSeamLatestAfterRecreation(t *testing.T) {
 	produce(kc, "t", 0, "new-0")
 	if ev := c.next(t); ev.Data != "new-0" || ev.ID != "v1:0-0" {
 		t.Fatalf("first event: %+v", ev)
+	}
+}
+
+// ended waits until the stream has ended, and returns every byte it had.
+func (c *seamClient) ended(t *testing.T) string {
+	t.Helper()
+	deadline := time.After(5 * time.Second)
+	for {
+		select {
+		case _, ok := <-c.evs:
+			if !ok {
+				c.mu.Lock()
+				defer c.mu.Unlock()
+				return c.raw.String()
+			}
+		case <-deadline:
+			t.Fatal("the stream did not end within 5 s")
+		}
+	}
+}
+
+// TestSeamLeavingRedirects: a pod that is leaving answers every new stream with a short jittered retry and the
+// id of the position it would have started from, and ends it at once; a client that reconnects to another
+// pod with that id gets exactly what was produced in between, on both paths. Streams open before carry on.
+func TestSeamLeavingRedirects(t *testing.T) {
+	for _, writers := range []int{0, 2} {
+		t.Run(fmt.Sprint("writers=", writers), func(t *testing.T) {
+			kc := memlog.New()
+			kc.CreateTopic("t", 2)
+			produce(kc, "t", 0, "a0", "a1")
+			produce(kc, "t", 1, "b0")
+			leaving, other := startPod(t, kc, "t", podOpts{writers: writers}), startPod(t, kc, "t", podOpts{writers: writers})
+			leaving.waitReady(t)
+			other.waitReady(t)
+			before := leaving.open(t, "", "")
+			leaving.srv.Leave()
+
+			fresh := leaving.open(t, "", "").ended(t)
+			var retry int
+			var id string
+			if _, err := fmt.Sscanf(fresh, "retry: %d\nid: %s\n\n", &retry, &id); err != nil {
+				t.Fatalf("a fresh stream of a leaving pod: %q (%v), want a retry and an id", fresh, err)
+			}
+			if retry < 500 || retry >= 1500 || id != "v1:0-1.1-0" {
+				t.Fatalf("a fresh stream of a leaving pod: retry %d, id %s; want 500 <= retry < 1500 and v1:0-1.1-0", retry, id)
+			}
+			if resumed := leaving.open(t, "", "v1:0-0").ended(t); !strings.HasSuffix(resumed, "\nid: v1:0-0\n\n") {
+				t.Fatalf("a resuming stream of a leaving pod: %q, want its own id back", resumed)
+			}
+			produce(kc, "t", 0, "a2")
+			if ev := other.open(t, "", id).next(t); ev.Data != "a2" || ev.ID != "v1:0-2.1-0" {
+				t.Fatalf("the reconnect on the other pod: %+v, want a2 with id v1:0-2.1-0", ev)
+			}
+			if ev := before.next(t); ev.Data != "a2" {
+				t.Fatalf("a stream open before the pod left: %+v, want a2", ev)
+			}
+			if n := leaving.stats.Closed[ReasonShutdown].Load(); n != 2 {
+				t.Fatalf("streams ended for the shutdown: %d, want 2", n)
+			}
+		})
 	}
 }

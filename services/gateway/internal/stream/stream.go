@@ -74,6 +74,7 @@ type Server struct {
 	log       *slog.Logger
 	drainOnce sync.Once
 	draining  chan struct{}
+	leaving   atomic.Bool // see Leave
 	pool      *pool // nil when Writers is zero
 }
 
@@ -98,8 +99,20 @@ func NewServer(cfg Config) *Server {
 	return s
 }
 
-// Drain makes every open and future stream end within the drain window.
-func (s *Server) Drain() { s.drainOnce.Do(func() { close(s.draining) }) }
+// Leave makes every future stream a redirect: it gets a short, jittered retry (leavingRetry to three times
+// that), the id of the position it would have started from, and ends at once, so that its client reconnects
+// soon, to another pod, and resumes there exactly. Open streams carry on until Drain. A gateway leaves when
+// it is told to stop, while the endpoints and proxies that still send it clients drop it.
+func (s *Server) Leave() { s.leaving.Store(true) }
+
+// leavingRetry is the shortest retry a stream that starts while the server is leaving gets.
+const leavingRetry = 500 * time.Millisecond
+
+// Drain makes every open stream end within the drain window, and every future one a redirect (see Leave).
+func (s *Server) Drain() {
+	s.Leave()
+	s.drainOnce.Do(func() { close(s.draining) })
+}
 
 // Wait waits until every stream whose connection was taken over from net/http has ended (http.Server's
 // Shutdown does not wait for those), or ctx ends.
@@ -160,6 +173,7 @@ type conn struct {
 	pulled int64 // frames of the fast path read by pull and not yet written
 
 	draining <-chan struct{} // the server's drain signal; nil once seen
+	leaving  bool            // the stream started while the server was leaving: it only says where it is (see Server.Leave)
 	drainAt  int64           // when this stream closes (monoNow); 0 until the server drains
 
 	tokNotice int64 // when the token-expiring frame is due (monoNow); 0 for none
@@ -224,7 +238,11 @@ func (c *conn) end(reason CloseReason) {
 // run starts the stream and serves it.
 func (c *conn) run(ctx context.Context) CloseReason {
 	c.wroteAt(monoNow())
-	c.buf = sse.AppendRetry(c.buf, c.s.cfg.Retry.Milliseconds())
+	retry := c.s.cfg.Retry
+	if c.leaving = c.s.leaving.Load(); c.leaving {
+		retry = leavingRetry + jitter(2*leavingRetry)
+	}
+	c.buf = sse.AppendRetry(c.buf, retry.Milliseconds())
 	if err := c.start(ctx, c.t, c.p); err != nil {
 		return c.failure(ctx, err)
 	}
