@@ -75,7 +75,7 @@ type Server struct {
 	drainOnce sync.Once
 	draining  chan struct{}
 	leaving   atomic.Bool // see Leave
-	pool      *pool // nil when Writers is zero
+	pool      *pool       // nil when Writers is zero
 }
 
 // NewServer returns a Server with cfg's zero fields set to their defaults. With a writer pool, Close stops it.
