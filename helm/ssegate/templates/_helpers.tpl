@@ -111,3 +111,148 @@ kafka-sasl-password-file: /etc/ssegate/kafka-sasl/password
       - {key: {{ .Values.kafka.sasl.passwordSecret.key | quote }}, path: password}
 {{- end }}
 {{- end -}}
+
+{{/*
+Who may read what: the gateway's auth and CORS settings, only those the values set (the rest keep the
+gateway's defaults). The keys come from a Secret mounted as a folder, so that a rotated Secret reaches the
+gateway without a restart (it reads its key files again every auth-key-refresh).
+*/}}
+{{- define "ssegate.authConfig" -}}
+{{- $a := .Values.gateway.auth -}}
+{{- with $a.mode }}
+auth: {{ . | quote }}
+{{- end }}
+{{- with $a.topicModes }}
+topic-auth: {{ toJson . }}
+{{- end }}
+{{- with $a.algorithms }}
+auth-algorithms: {{ toJson . }}
+{{- end }}
+{{- if $a.keySecret.name }}
+{{- $file := printf "/etc/ssegate/auth/%s" (required "gateway.auth.keySecret.key is required with a key Secret" $a.keySecret.key) }}
+{{- if eq $a.keySecret.format "pem" }}
+auth-key-file: {{ $file | quote }}
+{{- else if eq $a.keySecret.format "hmac" }}
+auth-hmac-secret-file: {{ $file | quote }}
+{{- else if eq $a.keySecret.format "jwks" }}
+auth-jwks-file: {{ $file | quote }}
+{{- else }}
+{{- fail "gateway.auth.keySecret.format must be pem, hmac or jwks" }}
+{{- end }}
+{{- end }}
+{{- with $a.jwksUrl }}
+auth-jwks-url: {{ . | quote }}
+{{- end }}
+{{- with $a.issuer }}
+auth-issuer: {{ . | quote }}
+{{- end }}
+{{- with $a.audience }}
+auth-audience: {{ toJson . }}
+{{- end }}
+{{- with $a.leeway }}
+auth-leeway: {{ . | quote }}
+{{- end }}
+{{- with $a.keyRefresh }}
+auth-key-refresh: {{ . | quote }}
+{{- end }}
+{{- with $a.claim }}
+auth-claim: {{ . | quote }}
+{{- end }}
+{{- with $a.cookie }}
+auth-cookie: {{ . | quote }}
+{{- end }}
+{{- if $a.queryToken }}
+auth-query-token: true
+{{- end }}
+{{- with $a.expiryNotice }}
+auth-expiry-notice: {{ . | quote }}
+{{- end }}
+{{- with .Values.gateway.cors.origins }}
+cors-origins: {{ toJson . }}
+{{- end }}
+{{- if .Values.gateway.cors.credentials }}
+cors-credentials: true
+{{- end }}
+{{- end -}}
+
+{{/* The Redis address of the release: yours, or the bundled one's Service. */}}
+{{- define "ssegate.redisAddr" -}}
+{{- if .Values.redis.bundled }}{{ printf "%s-redis:6379" (include "ssegate.fullname" .) }}{{ else }}{{ .Values.redis.addr }}{{ end }}
+{{- end -}}
+
+{{/* Redis connection settings (for the limits' counts and ingest's leases), and their Secret's volume. */}}
+{{- define "ssegate.redisConfig" -}}
+redis-addr: {{ required "redis.addr (or redis.bundled) is required" (include "ssegate.redisAddr" .) | quote }}
+{{- with .Values.redis.username }}
+redis-username: {{ . | quote }}
+{{- end }}
+{{- if .Values.redis.passwordSecret.name }}
+redis-password-file: /etc/ssegate/redis/password
+{{- end }}
+{{- with .Values.redis.db }}
+redis-db: {{ . }}
+{{- end }}
+{{- end -}}
+
+{{- define "ssegate.redisVolumeMounts" -}}
+{{- if .Values.redis.passwordSecret.name }}
+- {name: redis-password, mountPath: /etc/ssegate/redis, readOnly: true}
+{{- end }}
+{{- end -}}
+
+{{- define "ssegate.redisVolumes" -}}
+{{- if .Values.redis.passwordSecret.name }}
+- name: redis-password
+  secret:
+    secretName: {{ .Values.redis.passwordSecret.name | quote }}
+    items:
+      - {key: {{ .Values.redis.passwordSecret.key | quote }}, path: password}
+{{- end }}
+{{- end -}}
+
+{{/* The limits on streams; counted cluster-wide in Redis when a limit per address or subject is set. */}}
+{{- define "ssegate.limitsConfig" -}}
+{{- $l := .Values.gateway.limits -}}
+{{- with $l.maxStreams }}
+max-streams: {{ . }}
+{{- end }}
+{{- with $l.streamRate }}
+stream-rate: {{ . }}
+{{- end }}
+{{- with $l.streamBurst }}
+stream-burst: {{ . }}
+{{- end }}
+{{- with $l.maxStreamsPerIP }}
+max-streams-per-ip: {{ . }}
+{{- end }}
+{{- with $l.maxStreamsPerSubject }}
+max-streams-per-subject: {{ . }}
+{{- end }}
+{{- with $l.trustedProxies }}
+trusted-proxies: {{ toJson . }}
+{{- end }}
+{{- if include "ssegate.sharedLimits" . }}
+{{ include "ssegate.redisConfig" . }}
+quota-failure: {{ $l.quotaFailure | quote }}
+{{- with $l.quotaExpiry }}
+quota-expiry: {{ . | quote }}
+{{- end }}
+{{- end }}
+{{- end -}}
+
+{{- define "ssegate.sharedLimits" -}}
+{{- if or .Values.gateway.limits.maxStreamsPerIP .Values.gateway.limits.maxStreamsPerSubject }}true{{ end }}
+{{- end -}}
+
+{{- define "ssegate.authVolumeMounts" -}}
+{{- if .Values.gateway.auth.keySecret.name }}
+- {name: auth-keys, mountPath: /etc/ssegate/auth, readOnly: true}
+{{- end }}
+{{- end -}}
+
+{{- define "ssegate.authVolumes" -}}
+{{- if .Values.gateway.auth.keySecret.name }}
+- name: auth-keys
+  secret: {secretName: {{ .Values.gateway.auth.keySecret.name | quote }}}
+{{- end }}
+{{- end -}}

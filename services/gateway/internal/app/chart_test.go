@@ -8,9 +8,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/goccy/go-yaml"
 	chartcommon "helm.sh/helm/v4/pkg/chart/common"
@@ -45,13 +48,22 @@ var chartValueSets = map[string]map[string]any{
 			"autoscaling": map[string]any{"enabled": true, "targetConnectionsPerPod": 5000},
 			"ingress":     map[string]any{"enabled": true, "hosts": []any{"events.example.com"}},
 			"httpRoute":   map[string]any{"enabled": true, "parentRefs": []any{map[string]any{"name": "public"}}},
+			"pprof":       true,
+			"auth": map[string]any{
+				"topicModes": map[string]any{"payments": "none"}, "algorithms": []any{"RS256", "ES256"},
+				"keySecret": map[string]any{"name": "issuer-keys", "key": "keys.pem", "format": "pem"},
+				"issuer":    "https://issuer.example.com", "audience": []any{"ssegate"}, "leeway": "30s",
+				"cookie": "session_token", "expiryNotice": "2m",
+			},
+			"cors":   map[string]any{"origins": []any{"https://app.example.com", "https://*.example.com"}, "credentials": true},
+			"limits": map[string]any{"maxStreams": 20000, "streamRate": 500, "maxStreamsPerIP": 50, "maxStreamsPerSubject": 10, "trustedProxies": []any{"198.51.100.0/24"}, "quotaFailure": "closed"},
 		},
 		"metrics": map[string]any{"serviceMonitor": map[string]any{"enabled": true}, "prometheusRule": map[string]any{"enabled": true}},
 		"ingest": map[string]any{
 			"enabled": true, "sources": []any{map[string]any{"name": "wiki", "url": "https://stream.example.com/sse", "topic": "wiki"}},
 			"secretMounts": map[string]any{"upstream-token": "/etc/ssegate/upstream"},
 		},
-		"redis": map[string]any{"bundled": true},
+		"redis": map[string]any{"bundled": true, "passwordSecret": map[string]any{"name": "redis-pw"}},
 	},
 	"minimal": {
 		"kafka": map[string]any{"brokers": []any{"k:9092"}},
@@ -228,17 +240,25 @@ func checkChartInvariants(t *testing.T, vals map[string]any, typed []runtime.Obj
 	if cm == nil {
 		t.Fatal("no gateway ConfigMap")
 	}
+	// Every file the configuration names is in a volume the container mounts (a Secret's, mounted as a folder
+	// so that a rotated Secret reaches the running gateway); here each becomes a file of a temporary folder.
 	dir := t.TempDir()
-	file := filepath.Join(dir, "gateway.yaml")
-	if err := os.WriteFile(file, []byte(cm.Data["gateway.yaml"]), 0o600); err != nil {
-		t.Fatal(err)
+	text := cm.Data["gateway.yaml"]
+	for _, path := range regexp.MustCompile(`/etc/ssegate/[\w./-]+`).FindAllString(text, -1) {
+		mounted := false
+		for _, m := range c.VolumeMounts {
+			mounted = mounted || (m.MountPath == filepath.Dir(path) && m.SubPath == "")
+		}
+		if !mounted {
+			t.Errorf("the configuration names %s, which no volume of the container holds: %+v", path, c.VolumeMounts)
+		}
+		local := filepath.Join(dir, strings.ReplaceAll(strings.TrimPrefix(path, "/etc/ssegate/"), "/", "_"))
+		_ = os.WriteFile(local, []byte("x"), 0o600)
+		text = strings.ReplaceAll(text, path, local)
 	}
-	if strings.Contains(cm.Data["gateway.yaml"], "kafka-sasl") {
-		// The password file the chart mounts from the Secret.
-		pw := filepath.Join(dir, "pw")
-		_ = os.WriteFile(pw, []byte("x"), 0o600)
-		cm.Data["gateway.yaml"] = strings.ReplaceAll(cm.Data["gateway.yaml"], "/etc/ssegate/kafka-sasl/password", pw)
-		_ = os.WriteFile(file, []byte(cm.Data["gateway.yaml"]), 0o600)
+	file := filepath.Join(dir, "gateway.yaml")
+	if err := os.WriteFile(file, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
 	}
 	cfg, err := Load([]string{"--config", file}, func(string) string { return "" }, io.Discard)
 	if err != nil {
@@ -247,6 +267,7 @@ func checkChartInvariants(t *testing.T, vals map[string]any, typed []runtime.Obj
 	if int(cfg.Drain.Seconds()) != drain || int(cfg.Propagation.Seconds()) != prop {
 		t.Errorf("drain %v, endpoint propagation %v; want %d s and %d s", cfg.Drain, cfg.Propagation, drain, prop)
 	}
+	checkChartAuth(t, vals, cfg)
 	// The Service for clients exposes the stream port only; the admin port is on the headless Service.
 	for _, svc := range find[*corev1.Service](typed) {
 		if strings.HasSuffix(svc.Name, "-gateway") {
@@ -389,4 +410,52 @@ func TestPlainManifests(t *testing.T) {
 	if err != nil || string(want) != all {
 		t.Fatalf("%s is not the chart's rendering (%v): run with -update-chart", path, err)
 	}
+}
+
+// checkChartAuth checks that the values of who may read what reach the gateway's configuration as they say,
+// and that values left empty keep the gateway's defaults.
+func checkChartAuth(t *testing.T, vals map[string]any, cfg Config) {
+	t.Helper()
+	g, _ := vals["gateway"].(map[string]any)
+	a, _ := g["auth"].(map[string]any)
+	def := defaults()
+	if a == nil {
+		if !reflect.DeepEqual(cfg.Auth, def.Auth) || !reflect.DeepEqual(cfg.CORS, def.CORS) || !reflect.DeepEqual(cfg.Limits, def.Limits) {
+			t.Errorf("without auth, CORS or limits values the gateway's settings differ from its defaults: %+v %+v %+v", cfg.Auth, cfg.CORS, cfg.Limits)
+		}
+		return
+	}
+	ks, _ := a["keySecret"].(map[string]any)
+	if want := "/etc/ssegate/auth/" + ks["key"].(string); !strings.HasSuffix(cfg.Auth.KeyFile, strings.ReplaceAll(strings.TrimPrefix(want, "/etc/ssegate/"), "/", "_")) {
+		t.Errorf("auth key file %q, want the Secret's key %s", cfg.Auth.KeyFile, want)
+	}
+	if fmt.Sprint(cfg.Auth.Algorithms) != fmt.Sprint(a["algorithms"]) || cfg.Auth.Issuer != a["issuer"] || fmt.Sprint(cfg.Auth.Audience) != fmt.Sprint(a["audience"]) ||
+		cfg.Auth.Cookie != a["cookie"] || cfg.Auth.Leeway != parseDur(t, a["leeway"]) || cfg.Auth.ExpiryNotice != parseDur(t, a["expiryNotice"]) {
+		t.Errorf("auth settings %+v, want the values %v", cfg.Auth, a)
+	}
+	if fmt.Sprint(cfg.Auth.TopicModes) != fmt.Sprint(a["topicModes"]) || cfg.Auth.KeyRefresh != def.Auth.KeyRefresh || cfg.Auth.Claim != def.Auth.Claim {
+		t.Errorf("auth modes %v, key refresh %v, claim %q; want %v and the gateway's defaults", cfg.Auth.TopicModes, cfg.Auth.KeyRefresh, cfg.Auth.Claim, a["topicModes"])
+	}
+	c, _ := g["cors"].(map[string]any)
+	if fmt.Sprint(cfg.CORS.Origins) != fmt.Sprint(c["origins"]) || cfg.CORS.Credentials != c["credentials"] {
+		t.Errorf("CORS %+v, want %v", cfg.CORS, c)
+	}
+	l, _ := g["limits"].(map[string]any)
+	if cfg.Limits.MaxStreams != l["maxStreams"] || cfg.Limits.StreamRate != l["streamRate"] || cfg.Limits.MaxPerIP != l["maxStreamsPerIP"] ||
+		cfg.Limits.MaxPerSubject != l["maxStreamsPerSubject"] || cfg.Limits.QuotaFailure != l["quotaFailure"] || fmt.Sprint(cfg.Limits.TrustedProxies) != fmt.Sprint(l["trustedProxies"]) {
+		t.Errorf("limits %+v, want %v", cfg.Limits, l)
+	}
+	if !strings.HasSuffix(cfg.Limits.Redis.Addr, "-redis:6379") || cfg.Limits.Redis.Password != "x" {
+		t.Errorf("the limits' Redis %v, want the bundled one with the Secret's password", cfg.Limits.Redis)
+	}
+}
+
+// parseDur parses a duration value.
+func parseDur(t *testing.T, v any) time.Duration {
+	t.Helper()
+	d, err := time.ParseDuration(fmt.Sprint(v))
+	if err != nil {
+		t.Fatalf("value %v: %v", v, err)
+	}
+	return d
 }
