@@ -24,11 +24,29 @@ die() { echo "kafka.sh: $*" >&2; exit 1; }
 fetch() {
 	[ -f "$libs/.complete" ] && return 0
 	command -v mvn >/dev/null || die "mvn not found: install Maven (and Java 17+)"
-	echo "kafka.sh: fetching Apache Kafka $version jars into $libs" >&2
+	echo "kafka.sh: fetching the Apache Kafka $version jars from Maven Central into $libs (once; about half a minute)" >&2
 	rm -rf "$libs"
+	mkdir -p "$cache"
+	# Maven's own output (which carries terminal codes even in batch mode) goes to a log, shown on failure.
+	local log=$cache/kafka-$version.fetch.log
 	mvn -q -B -Dstyle.color=never -f "$here/kafka/pom.xml" dependency:copy-dependencies \
-		-DoutputDirectory="$libs" -DincludeScope=runtime >&2 || die "mvn could not fetch the Kafka jars"
+		-DoutputDirectory="$libs" -DincludeScope=runtime >"$log" 2>&1 &
+	local pid=$! rc=0
+	progress $pid "fetching"
+	wait $pid || rc=$?
+	[ $rc = 0 ] || { tail -n 30 "$log" >&2; die "mvn could not fetch the Kafka jars (log: $log)"; }
 	touch "$libs/.complete"
+}
+
+# progress PID WHAT: while PID runs, says every 5 seconds that WHAT is still going on.
+progress() {
+	local t=0
+	while kill -0 "$1" 2>/dev/null; do
+		sleep 1
+		t=$((t + 1))
+		[ $((t % 5)) = 0 ] && echo "kafka.sh: still $2 (${t}s)" >&2
+	done
+	return 0
 }
 
 free_port() {
@@ -80,7 +98,16 @@ start() {
 	if [ -f "$dir/pid" ] && kill -0 "$(cat "$dir/pid")" 2>/dev/null; then
 		die "a broker started from $dir is already running (pid $(cat "$dir/pid"))"
 	fi
-	[ "$port" = 0 ] && port=$(free_port)
+	if [ "$port" = 0 ]; then
+		port=$(free_port)
+	else
+		local p
+		for p in "$port" $((port + 1)) $((port + 2)) $((port + 3)); do
+			if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+				die "port $p on 127.0.0.1 is taken (the broker needs $port to $((port + 3))): is another broker or make run still running? (KAFKA_PORT picks others)"
+			fi
+		done
+	fi
 	local sasl=$((port + 1)) ctl=$((port + 2)) ssl=$((port + 3))
 	rm -rf "$dir/data" "$dir/server.log"
 	make_certs "$dir/tls"
@@ -143,7 +170,7 @@ LOG
 		-cp "$libs/*" kafka.Kafka "$dir/server.properties" >"$dir/stdout.log" 2>&1 </dev/null &
 	echo $! >"$dir/pid"
 	echo "$port" >"$dir/port"
-	local deadline=$((SECONDS + ${KAFKA_START_TIMEOUT:-90}))
+	local deadline=$((SECONDS + ${KAFKA_START_TIMEOUT:-90})) began=$SECONDS
 	until grep -q "Kafka Server started" "$dir/server.log" 2>/dev/null &&
 		(exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do
 		if ! kill -0 "$(cat "$dir/pid")" 2>/dev/null; then
@@ -155,6 +182,10 @@ LOG
 			die "the broker did not start within ${KAFKA_START_TIMEOUT:-90}s (logs in $dir)"
 		fi
 		sleep 0.3
+		if [ $(((SECONDS - began) % 5)) = 4 ] && [ "${said:-}" != $((SECONDS - began)) ]; then
+			said=$((SECONDS - began))
+			echo "kafka.sh: still starting the broker on 127.0.0.1:$port ($((said + 1))s)" >&2
+		fi
 	done
 	echo "KAFKA_BROKERS=127.0.0.1:$port"
 	echo "KAFKA_SASL_BROKERS=127.0.0.1:$sasl"

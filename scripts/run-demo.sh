@@ -3,31 +3,79 @@
 # customer, into topic "user-activity", and a local Kafka on 127.0.0.1:9092 unless KAFKA_BROKERS points at a
 # cluster already. Open http://127.0.0.1:8080/ (every order, public) and http://127.0.0.1:8081/ (a demo login
 # and one user's stream, with a token in a cookie). Metrics and health are on the admin port,
-# http://127.0.0.1:9090/ (ADMIN_PORT). Ctrl-C stops everything.
+# http://127.0.0.1:9090/. Ctrl-C or SIGTERM stops everything and leaves nothing running.
+#
+# Ports: PORT (8080), ADMIN_PORT (9090), LOGIN_PORT (8081), KAFKA_PORT (9092). DEMO_RATE: orders per second (3).
+# LOG_LEVEL (or SSEGATE_LOG_LEVEL): the gateway's and the demo's log level (warn; info shows every start-up step).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-mkdir -p .run/bin
-go build -o .run/bin/ ./services/gateway ./services/demo
-# DEMO ONLY: the HMAC secret the demo login signs tokens with and the gateway verifies them with.
-secret=.run/demo-hmac-secret
-[ -s "$secret" ] || { head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$secret"; chmod 600 "$secret"; }
-export DEMO_SECRET=$PWD/$secret
-exec scripts/with-services.sh --kafka-port "${KAFKA_PORT:-9092}" --no-redis -- bash -c '
-	set -euo pipefail
-	port=${PORT:-8080} login=${LOGIN_PORT:-8081}
-	.run/bin/demo --topic orders --user-topic user-activity --partitions 3 --rate "${DEMO_RATE:-3}" \
-		--login "127.0.0.1:$login" --gateway "http://127.0.0.1:$port" --token-secret-file "$DEMO_SECRET" &
-	demo=$!
-	trap "kill $demo 2>/dev/null || true" EXIT
-	echo "ssegate: open http://127.0.0.1:$port/ (every order) and http://127.0.0.1:$login/ (one user, signed in); or run: curl -N http://127.0.0.1:$port/streams/orders" >&2
-	echo "ssegate: metrics and health on the admin port: http://127.0.0.1:${ADMIN_PORT:-9090}/metrics, /healthz, /readyz" >&2
-	SSEGATE_TOPICS=orders,user-activity \
+say() { printf 'ssegate: %s\n' "$*" >&2; }
+port=${PORT:-8080} admin=${ADMIN_PORT:-9090} login=${LOGIN_PORT:-8081}
+
+if [ "${1:-}" != --inner ]; then
+	say "building the gateway and the demo producer into .run/bin (the first build takes a minute or two)"
+	mkdir -p .run/bin
+	go build -o .run/bin/ ./services/gateway ./services/demo
+	# DEMO ONLY: the HMAC secret the demo login signs tokens with and the gateway verifies them with.
+	secret=.run/demo-hmac-secret
+	[ -s "$secret" ] || { head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$secret"; chmod 600 "$secret"; }
+	export DEMO_SECRET=$PWD/$secret
+	[ -n "${KAFKA_BROKERS:-}" ] || say "starting a local Kafka on 127.0.0.1:${KAFKA_PORT:-9092}"
+	exec scripts/with-services.sh --kafka-port "${KAFKA_PORT:-9092}" --no-redis -- "$0" --inner
+fi
+
+# --inner: Kafka is up (KAFKA_BROKERS); run the demo producer and the gateway until one of them stops or a
+# signal comes, then stop both and wait for them.
+pids=()
+stop() {
+	trap - TERM INT EXIT
+	[ ${#pids[@]} -eq 0 ] || kill -TERM "${pids[@]}" 2>/dev/null || true
+	wait 2>/dev/null || true
+}
+trap 'stop; exit 143' TERM
+trap 'stop; exit 130' INT
+trap stop EXIT
+
+level=${LOG_LEVEL:-${SSEGATE_LOG_LEVEL:-warn}}
+say "Kafka is at $KAFKA_BROKERS; what a client sees can be compared with the topic itself:"
+say "  kcat -b $KAFKA_BROKERS -C -t orders -o beginning -f '%p-%o %k %s\\n'"
+.run/bin/demo --topic orders --user-topic user-activity --partitions 3 --rate "${DEMO_RATE:-3}" \
+	--login "127.0.0.1:$login" --gateway "http://127.0.0.1:$port" --token-secret-file "$DEMO_SECRET" \
+	--log-level "$level" &
+pids+=($!)
+SSEGATE_TOPICS=orders,user-activity \
 	SSEGATE_TOPIC_AUTH=orders=none \
 	SSEGATE_AUTH_ALGORITHMS=HS256 \
 	SSEGATE_AUTH_HMAC_SECRET_FILE="$DEMO_SECRET" \
 	SSEGATE_AUTH_EXPIRY_NOTICE=30s \
 	SSEGATE_CORS_ORIGINS="http://127.0.0.1:$login" \
 	SSEGATE_CORS_CREDENTIALS=true \
+	SSEGATE_LOG_LEVEL=$level \
 	.run/bin/gateway --listen "${SSEGATE_LISTEN:-127.0.0.1:$port}" \
-		--admin-listen "${SSEGATE_ADMIN_LISTEN:-127.0.0.1:${ADMIN_PORT:-9090}}"
-'
+	--admin-listen "${SSEGATE_ADMIN_LISTEN:-127.0.0.1:$admin}" &
+pids+=($!)
+
+# The addresses are printed once the stream answers: a page opened earlier would only wait.
+(
+	for _ in $(seq 1 120); do
+		if python3 - "http://127.0.0.1:$port/streams/orders" 2>/dev/null <<'PY'; then
+import sys, urllib.request
+with urllib.request.urlopen(sys.argv[1], timeout=2) as r:
+    sys.exit(0 if r.status == 200 and r.read(6) == b"retry:" else 1)
+PY
+			say "ready. Open http://127.0.0.1:$port/ (every order, public) and http://127.0.0.1:$login/ (one user's stream, signed in)"
+			say "  or: curl -N http://127.0.0.1:$port/streams/orders"
+			say "  metrics and health on the admin port: http://127.0.0.1:$admin/metrics, /healthz, /readyz"
+			say "Ctrl-C stops everything."
+			exit 0
+		fi
+		sleep 0.5
+	done
+	say "the stream did not answer within a minute: see the logs above"
+) &
+
+# Until the demo or the gateway stops (or a signal comes: the traps stop both).
+rc=0
+wait -n "${pids[@]}" || rc=$?
+if [ "$rc" = 0 ]; then say "stopping"; else say "a process stopped (exit $rc); stopping the others"; fi
+exit "$rc"

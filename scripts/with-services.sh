@@ -35,8 +35,16 @@ cleanup() {
 	exit $rc
 }
 trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+# CMD runs in the background so that a signal reaches this script at once (bash runs traps only between
+# foreground commands); the traps pass it on to CMD as SIGTERM (a background command ignores SIGINT), wait for
+# CMD to stop, then stop the services.
+child=
+forward() {
+	[ -n "$child" ] && kill -TERM "$child" 2>/dev/null && wait "$child" 2>/dev/null
+	exit "$1"
+}
+trap 'forward 130' INT
+trap 'forward 143' TERM
 
 if [ -z "${KAFKA_BROKERS:-}" ]; then
 	started_kafka=1
@@ -51,4 +59,9 @@ if [ $redis = 1 ] && [ -z "${REDIS_ADDR:-}" ]; then
 	echo "with-services: Redis on $REDIS_ADDR" >&2
 fi
 
-"$@"
+"$@" &
+child=$!
+rc=0
+wait "$child" || rc=$?
+child=
+exit "$rc"

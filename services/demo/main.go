@@ -42,15 +42,16 @@ type order struct {
 var customers = []string{"ada", "grace", "linus", "barbara", "ken", "margaret"}
 
 func main() {
-	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
-	if err := run(log); err != nil {
-		log.Error("demo producer failed: " + err.Error())
+	if err := run(); err != nil {
+		slog.New(slog.NewJSONHandler(os.Stderr, nil)).Error("demo producer failed: " + err.Error())
 		os.Exit(1)
 	}
 }
 
-func run(log *slog.Logger) error {
+func run() error {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	var level slog.Level
+	fs.TextVar(&level, "log-level", slog.LevelInfo, "lowest level logged: debug, info, warn, error")
 	brokers := fs.String("brokers", os.Getenv("KAFKA_BROKERS"), "Kafka brokers, comma-separated (env KAFKA_BROKERS)")
 	topic := fs.String("topic", "orders", "topic to produce to")
 	partitions := fs.Int("partitions", 3, "partitions of the topic when it is created")
@@ -64,6 +65,7 @@ func run(log *slog.Logger) error {
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		return err
 	}
+	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	lc.topic = *userTopic
 	if lc.listen != "" && (lc.topic == "" || lc.secretFile == "") {
 		return errors.New("--login needs --user-topic and --token-secret-file")
