@@ -1,8 +1,12 @@
 // Shared helpers of the k6 scripts: position ids and the load tool's value format.
 
-// parseID turns "v1:0-12.1-7" into {0: 12, 1: 7}; null for anything else.
+// parseID turns "v1:0-12.1-7" into {0: 12, 1: 7}; null for anything else. It accepts exactly what the
+// gateway's decoder accepts (partitions ascending, no leading zeros, partitions up to 2^31-1), except offsets
+// beyond 2^53-1, which a JavaScript number cannot hold. testdata/vectors.json holds the cases both check.
+const idPattern = /^v1:(?:(?:0|[1-9][0-9]*)-(?:0|[1-9][0-9]*)(?:\.(?:0|[1-9][0-9]*)-(?:0|[1-9][0-9]*))*)?$/;
+
 export function parseID(id) {
-  if (typeof id !== "string" || !id.startsWith("v1:")) {
+  if (typeof id !== "string" || id.length > 32 * 1024 || !idPattern.test(id)) {
     return null;
   }
   const out = {};
@@ -10,9 +14,14 @@ export function parseID(id) {
   if (body === "") {
     return out;
   }
+  let prev = -1;
   for (const entry of body.split(".")) {
-    const [p, o] = entry.split("-");
-    out[Number(p)] = Number(o);
+    const [p, o] = entry.split("-").map(Number);
+    if (p <= prev || p > 2147483647 || !Number.isSafeInteger(o)) {
+      return null;
+    }
+    prev = p;
+    out[p] = o;
   }
   return out;
 }

@@ -1,12 +1,13 @@
-// k6 + xk6-sse: the Go tool's steady scenario against a real deployment. Each VU holds one SSE stream for
+// k6 (0.59 or later, whose k6/experimental/sse is xk6-sse built in): the Go tool's steady scenario against a real deployment. Each VU holds one SSE stream for
 // HOLD seconds and records end-to-end latency (for values written by the Go tool, whose "ts" is the send
 // time; run the producer on a host whose clock is in sync) and lost/duplicated records from the ids.
 //
 //   k6 run -e BASE_URLS=https://sse.example.com -e TOPIC=loadtest -e VUS=500 -e HOLD=60 loadtest/k6/steady.js
 //
 // Records must be produced meanwhile, e.g. by the Go tool on a machine next to Kafka, or by the
-// application. Build k6 with the extension: xk6 build --with github.com/phymbert/xk6-sse
-import sse from "k6/x/sse";
+// application. Older k6: build it with the extension (xk6 build --with github.com/phymbert/xk6-sse) and import
+// "k6/x/sse" instead.
+import sse from "k6/experimental/sse";
 import { check } from "k6";
 import { Counter, Trend } from "k6/metrics";
 import { Positions, sendTime, streamURL } from "./common.js";

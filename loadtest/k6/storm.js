@@ -1,4 +1,4 @@
-// k6 + xk6-sse: the Go tool's storm scenario against a real deployment. Every VU reads a stream for CONSUME
+// k6 (0.59 or later, whose k6/experimental/sse is xk6-sse built in): the Go tool's storm scenario against a real deployment. Every VU reads a stream for CONSUME
 // seconds, disconnects, waits GAP seconds (all VUs are away at the same time), reconnects within WINDOW
 // seconds with Last-Event-ID, on the next of BASE_URLS (another pod) when there are several, and reads
 // until it has caught up (HOLD seconds). The resumed stream must continue exactly from the saved id: no
@@ -7,8 +7,9 @@
 //   k6 run -e BASE_URLS=https://pod-0.sse.example.com,https://pod-1.sse.example.com -e TOPIC=loadtest \
 //     -e VUS=1000 -e CONSUME=10 -e GAP=20 -e WINDOW=5 -e HOLD=30 loadtest/k6/storm.js
 //
-// Records must be produced all along (the Go tool, or the application).
-import sse from "k6/x/sse";
+// Records must be produced all along (the Go tool, or the application). Older k6: build it with the extension
+// (xk6 build --with github.com/phymbert/xk6-sse) and import "k6/x/sse" instead.
+import sse from "k6/experimental/sse";
 import { check, sleep } from "k6";
 import { Counter, Trend } from "k6/metrics";
 import { Positions, streamURL } from "./common.js";
