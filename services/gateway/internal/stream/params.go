@@ -47,6 +47,10 @@ type Params struct {
 	// Keys, when not empty, keeps only records with these keys; the stream's ids then list only the
 	// partitions the keys are in (see Topic.KeysAnyPartition).
 	Keys map[string]bool
+	// Explain (the explain=1 query parameter) makes a resuming stream say where its resume comes from: an
+	// "event: resumed" frame, with the client's position as its id and ResumedData as its data, before the
+	// frames it missed. For dashboards and debugging; other clients never see the event.
+	Explain bool
 	// OnEnd, when set, is called exactly once when the stream really ends, with the reason it ended: also
 	// for a stream served by the writer pool, whose Serve returned Detached long before. It is called after
 	// the end is counted in Stats and before the client can see the end, on whichever goroutine ends the
@@ -123,6 +127,17 @@ func ParseParams(q url.Values, h http.Header, defaultHeartbeat time.Duration) (P
 				return p, &ParamError{Param: "event", Msg: "empty event type"}
 			}
 			p.Events[e] = true
+		}
+	}
+	if v, ok, err := single(q, "explain"); err != nil {
+		return p, err
+	} else if ok {
+		switch v {
+		case "", "1", "true":
+			p.Explain = true
+		case "0", "false":
+		default:
+			return p, &ParamError{Param: "explain", Msg: fmt.Sprintf("want 1, true, 0 or false, got %q", v)}
 		}
 	}
 	if ks, ok := q["key"]; ok {

@@ -3,6 +3,7 @@ package stream
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"strings"
 	"testing"
@@ -120,5 +121,26 @@ func TestNarrow(t *testing.T) {
 				t.Fatalf("keys %v events %v, want %v %v", p.Keys, p.Events, tc.wantKeys, tc.wantEvents)
 			}
 		})
+	}
+}
+
+// TestParseParamsExplain: explain is a flag; anything else is a 400 naming it.
+func TestParseParamsExplain(t *testing.T) {
+	for query, want := range map[string]any{
+		"": false, "explain": true, "explain=1": true, "explain=true": true, "explain=0": false, "explain=false": false,
+		"explain=yes": "want 1, true, 0 or false", "explain=1&explain=1": "given more than once",
+	} {
+		q, _ := url.ParseQuery(query)
+		p, err := ParseParams(q, http.Header{}, 0)
+		if msg, isErr := want.(string); isErr {
+			var pe *ParamError
+			if !errors.As(err, &pe) || pe.Param != "explain" || !strings.Contains(err.Error(), msg) {
+				t.Errorf("%q: %v, want a ParamError naming explain: %s", query, err, msg)
+			}
+			continue
+		}
+		if err != nil || p.Explain != want {
+			t.Errorf("%q: explain %v, %v; want %v", query, p.Explain, err, want)
+		}
 	}
 }

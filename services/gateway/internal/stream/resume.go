@@ -147,6 +147,21 @@ type ResyncData struct {
 	Partitions []ResyncPartition `json:"partitions"`
 }
 
+// ResumedData is the JSON data of an "event: resumed" frame (see Params.Explain).
+type ResumedData struct {
+	// Source is where the frames the client missed come from: "ring" (this pod's memory) or "kafka" (a
+	// replay).
+	Source string `json:"source"`
+	// From is the id the client resumed from.
+	From string `json:"from"`
+}
+
+// Sources of ResumedData.
+const (
+	SourceRing  = "ring"
+	SourceKafka = "kafka"
+)
+
 // ResyncPartition describes one partition a resync is about.
 type ResyncPartition struct {
 	Partition int32 `json:"partition"`
@@ -451,6 +466,10 @@ func (c *conn) checkPartitions(ctx context.Context, v position.Vector, t *Topic)
 // client, so that a gap in it is a loss to report rather than a start position.
 func (c *conn) catchUp(ctx context.Context, t *Topic, p Params, c0 uint64, head position.Vector, resuming bool) error {
 	c.cursor = c0
+	var from []byte
+	if resuming && p.Explain {
+		from, _ = c.pos.AppendText(nil)
+	}
 	var wm map[int32]feed.Watermarks
 	fresh := false
 	// watermarks answers from a cache (a reconnect storm asks Kafka once, not once per connection); a
@@ -536,6 +555,15 @@ func (c *conn) catchUp(ctx context.Context, t *Topic, p Params, c0 uint64, head 
 			if err := c.writeResync(ResyncData{Reason: rs.reason, Partitions: rs.parts}); err != nil {
 				return err
 			}
+		}
+	}
+	if resuming && p.Explain {
+		d := ResumedData{Source: SourceRing, From: string(from)}
+		if len(ranges) > 0 {
+			d.Source = SourceKafka
+		}
+		if err := c.writeEvent("resumed", d); err != nil {
+			return err
 		}
 	}
 	if len(ranges) > 0 {
@@ -630,13 +658,17 @@ func (c *conn) replay(ctx context.Context, t *Topic, p Params, ranges []replay.R
 }
 
 // writeResync writes an "event: resync" frame carrying the stream's current position.
-func (c *conn) writeResync(d ResyncData) error {
+func (c *conn) writeResync(d ResyncData) error { return c.writeEvent("resync", d) }
+
+// writeEvent writes a frame of the gateway's own, of type typ with d as JSON data, carrying the stream's
+// current position.
+func (c *conn) writeEvent(typ string, d any) error {
 	data, err := json.Marshal(d)
 	if err != nil {
 		return err
 	}
 	c.idBuf, _ = c.pos.AppendText(c.idBuf[:0])
-	c.buf = sse.AppendEventBytes(c.buf, c.idBuf, []byte("resync"), data)
+	c.buf = sse.AppendEventBytes(c.buf, c.idBuf, []byte(typ), data)
 	return c.flushBuf()
 }
 

@@ -654,3 +654,44 @@ func TestSeamLeavingRedirects(t *testing.T) {
 		})
 	}
 }
+
+// TestSeamExplainResume: with explain=1 a resuming stream says where what it missed comes from, before those
+// frames: "ring" for positions the pod holds, "kafka" for older ones; without it, or for a new stream, there
+// is no such event.
+func TestSeamExplainResume(t *testing.T) {
+	kc := memlog.New()
+	kc.CreateTopic("t", 1)
+	produce(kc, "t", 0, "old-0", "old-1", "old-2")
+	pd := startPod(t, kc, "t", podOpts{feed: func(c *feed.Config) { c.Prefill = 0 }})
+	pd.waitReady(t)
+	produce(kc, "t", 0, "new-3", "new-4")
+	live := pd.open(t, "", "")
+	_ = live // keeps the ring's head moving past new-4 in the meantime
+	waitUntil(t, "the ring to hold new-4", func() bool { _, ok := pd.topic.Ring.Seek(0, 4); return ok })
+	for _, c := range []struct {
+		query, from, source, next string
+	}{
+		{"?explain=1", "v1:0-3", SourceRing, "new-4"},
+		{"?explain=1", "v1:0-0", SourceKafka, "old-1"},
+		{"", "v1:0-3", "", "new-4"},
+	} {
+		s := pd.open(t, c.query, c.from)
+		ev := s.next(t)
+		if c.source != "" {
+			var d ResumedData
+			if ev.Type != "resumed" || json.Unmarshal([]byte(ev.Data), &d) != nil || d.Source != c.source || d.From != c.from || ev.ID != c.from {
+				t.Fatalf("%s from %s: first event %+v, want resumed from %s with source %s", c.query, c.from, ev, c.from, c.source)
+			}
+			ev = s.next(t)
+		}
+		if ev.Data != c.next {
+			t.Fatalf("%s from %s: event %+v, want %s", c.query, c.from, ev, c.next)
+		}
+	}
+	if s := pd.open(t, "?explain=1", ""); s != nil {
+		produce(kc, "t", 0, "new-5")
+		if ev := s.next(t); ev.Data != "new-5" {
+			t.Fatalf("a new stream with explain=1: %+v, want new-5 and no resumed event", ev)
+		}
+	}
+}
