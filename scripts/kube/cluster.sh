@@ -362,6 +362,8 @@ stop() {
 		umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
 		rm -f "$m"
 	done
+	# containerd made the folder of named network namespaces if there was none; leave it only if used.
+	[ ${#netns[@]} -eq 0 ] || rmdir "$(dirname "${netns[0]}")" 2>/dev/null || true
 	if [ -f "$dir/bridge" ]; then
 		ip link del "$(cat "$dir/bridge")" 2>/dev/null || true
 		rm -f "$dir/bridge"
