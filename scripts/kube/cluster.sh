@@ -163,6 +163,7 @@ start_node() {
 
 	# The bridge first, so that the host's address on it exists before anything binds to it (Kafka, the
 	# kubelet). The CNI bridge plugin finds and uses it.
+	[ -d /var/run/netns ] || touch "$dir/netns-folder-made"
 	ip link add "$bridge" type bridge
 	echo "$bridge" >"$dir/bridge"
 	ip addr add "$prefix.1/24" dev "$bridge"
@@ -362,8 +363,8 @@ stop() {
 		umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
 		rm -f "$m"
 	done
-	# containerd made the folder of named network namespaces if there was none; leave it only if used.
-	[ ${#netns[@]} -eq 0 ] || rmdir "$(dirname "${netns[0]}")" 2>/dev/null || true
+	# containerd makes the folder of named network namespaces when there is none: remove it if it did.
+	[ ! -f "$dir/netns-folder-made" ] || rmdir /var/run/netns 2>/dev/null || true
 	if [ -f "$dir/bridge" ]; then
 		ip link del "$(cat "$dir/bridge")" 2>/dev/null || true
 		rm -f "$dir/bridge"
