@@ -7,7 +7,8 @@
 # Without --node: etcd and kube-apiserver on loopback; CMD sees SSEGATE_KUBECONFIG.
 # With --node (root): a whole node, the service images of `make image` imported into its containerd, and a
 # Kafka broker (scripts/kafka.sh) listening on the node's bridge address, where the pods reach it; CMD also
-# sees KAFKA_BROKERS (that broker), SSEGATE_KUBE_NODE=1 and SSEGATE_IMAGE_TAG (the images' tag).
+# sees KAFKA_BROKERS (that broker), KUBE_NODE_GATEWAY (the bridge address), SSEGATE_KUBE_NODE=1 and
+# SSEGATE_IMAGE_TAG (the images' tag).
 # Files and logs go under $SSEGATE_STATE (default .run/ in the repository) and are removed when CMD succeeds.
 # The exit status is CMD's.
 set -euo pipefail

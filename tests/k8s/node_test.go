@@ -4,10 +4,13 @@ package k8s
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"maps"
+	"net"
 	"net/http"
 	"slices"
 	"strconv"
@@ -37,7 +40,9 @@ const (
 	rolloutTimeout = nodeReplicas*(nodeGrace+nodeMinReady)*time.Second + 90*time.Second
 )
 
-func nodeValues(brokers []string, topic, tag, logLevel string) map[string]any {
+// nodeValues are the release's values: two gateway pods on topic, and one ingest pod writing src (an SSE
+// source the test serves) into src.topic.
+func nodeValues(brokers []string, topic, tag, logLevel string, src *source) map[string]any {
 	bs := make([]any, 0, len(brokers))
 	for _, b := range brokers {
 		bs = append(bs, b)
@@ -56,6 +61,14 @@ func nodeValues(brokers []string, topic, tag, logLevel string) map[string]any {
 				"limits":   map[string]any{"memory": "256Mi"},
 			},
 		},
+		"ingest": map[string]any{
+			"enabled": true, "replicas": 1,
+			"sources": []any{map[string]any{"name": src.name, "url": src.url, "topic": src.topic, "format": "raw"}},
+			"resources": map[string]any{
+				"requests": map[string]any{"cpu": "10m", "memory": "32Mi"},
+				"limits":   map[string]any{"memory": "256Mi"},
+			},
+		},
 	}
 }
 
@@ -64,19 +77,23 @@ func nodeValues(brokers []string, topic, tag, logLevel string) map[string]any {
 // upgrade. A client streams from pod 0 by its address; pod 0 is deleted; the client resumes on pod 1 with its
 // Last-Event-ID. Then `helm upgrade` with a changed value rolls both pods while four clients stream,
 // reconnecting to whichever pod is ready. Records are produced all along. Every client must end with exactly
-// the topic's records: per partition, every offset once, in order.
+// the topic's records: per partition, every offset once, in order. Meanwhile the ingest pod copies an SSE
+// source served by the test into another topic; it is deleted without a grace period mid-way, and the
+// topic must end with every event of the source exactly once, in order.
 func TestChartOnNode(t *testing.T) {
 	c := newCluster(t)
 	needEnv(t, "SSEGATE_KUBE_NODE", "`make e2e-k8s`")
 	tag := needEnv(t, "SSEGATE_IMAGE_TAG", "`make e2e-k8s`")
 	brokers := kafkatest.Brokers(t)
+	gateway := needEnv(t, "KUBE_NODE_GATEWAY", "`make e2e-k8s`")
 	topic := kafkatest.NewTopic(t, nodePartitions, nil)
+	src := startSource(t, gateway, kafkatest.NewTopic(t, 1, nil))
 	ns := c.namespace(t, "chart-node")
 	cfg := c.helm(t, ns)
 
 	prod := startProducer(t, topic)
 	t0 := time.Now()
-	if _, err := install(t, cfg, ns, nodeRelease, nodeValues(brokers, topic, tag, "info"), rolloutTimeout); err != nil {
+	if _, err := install(t, cfg, ns, nodeRelease, nodeValues(brokers, topic, tag, "info", src), rolloutTimeout); err != nil {
 		c.dumpPods(t, ns)
 		t.Fatalf("helm install --wait: %v", err)
 	}
@@ -90,6 +107,24 @@ func TestChartOnNode(t *testing.T) {
 	if ip0 == "" || ip1 == "" {
 		t.Fatalf("gateway pods %v", pods)
 	}
+
+	// Ingest: its pod is killed (no grace period) once it has committed some of the source's events.
+	checkFor(t, time.Minute, 200*time.Millisecond, func() error {
+		if n := len(kafkatest.ReadAll(t, src.topic)[0]); n < 40 {
+			return fmt.Errorf("ingest has committed %d events", n)
+		}
+		return nil
+	})
+	ingestPods, err := c.clients.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{
+		LabelSelector: "app.kubernetes.io/instance=" + nodeRelease + ",app.kubernetes.io/component=ingest",
+	})
+	if err != nil || len(ingestPods.Items) != 1 {
+		t.Fatalf("ingest pods: %v (%d)", err, len(ingestPods.Items))
+	}
+	if err := c.clients.CoreV1().Pods(ns).Delete(t.Context(), ingestPods.Items[0].Name, metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0))}); err != nil {
+		t.Fatalf("delete the ingest pod: %v", err)
+	}
+	t.Logf("ingest pod %s deleted without a grace period after %d events were served", ingestPods.Items[0].Name, src.served())
 
 	// One client on pod 0, by its address; pod 0 goes; the client resumes on pod 1.
 	ctx, cancel := context.WithCancel(t.Context())
@@ -162,7 +197,7 @@ func TestChartOnNode(t *testing.T) {
 		return nil
 	})
 	t0 = time.Now()
-	if _, err := upgrade(t, cfg, ns, nodeRelease, nodeValues(brokers, topic, tag, "debug"), rolloutTimeout); err != nil {
+	if _, err := upgrade(t, cfg, ns, nodeRelease, nodeValues(brokers, topic, tag, "debug", src), rolloutTimeout); err != nil {
 		c.dumpPods(t, ns)
 		t.Fatalf("helm upgrade --wait: %v", err)
 	}
@@ -188,6 +223,7 @@ func TestChartOnNode(t *testing.T) {
 	cancel()
 	wg.Wait()
 	checkTopic(t, topic, want)
+	src.check(t)
 	if len(picks) < 2 || picks[0] != ip0 || picks[1] != ip1 {
 		t.Errorf("the pod-loss client connected to %v, want pod 0 (%s) then pod 1 (%s)", picks, ip0, ip1)
 	}
@@ -510,4 +546,95 @@ func (c *cluster) uninstall(t *testing.T, cfg *action.Configuration, ns string) 
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// source is an SSE server for the ingest pod, on the node's bridge address: a numbered log of sourceEvents
+// events (id "i", data "event-i"), served from the one after the request's Last-Event-ID, one every 20 ms,
+// then held open.
+type source struct {
+	name, url, topic string
+
+	mu    sync.Mutex
+	max   int // the highest event id written to a connection
+	conns int // connections served
+}
+
+const sourceEvents = 600
+
+func startSource(t *testing.T, host, topic string) *source {
+	t.Helper()
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	src := &source{name: "node-" + hex.EncodeToString(b[:]), topic: topic}
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		t.Fatalf("listen on the bridge: %v", err)
+	}
+	src.url = "http://" + ln.Addr().String() + "/events"
+	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next := 1
+		if n, err := strconv.Atoi(r.Header.Get("Last-Event-ID")); err == nil {
+			next = n + 1
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		src.mu.Lock()
+		src.conns++
+		src.mu.Unlock()
+		rc := http.NewResponseController(w)
+		for i := next; i <= sourceEvents; i++ {
+			select {
+			case <-r.Context().Done():
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			if _, err := fmt.Fprintf(w, "id: %d\ndata: event-%d\n\n", i, i); err != nil || rc.Flush() != nil {
+				return
+			}
+			src.mu.Lock()
+			src.max = max(src.max, i)
+			src.mu.Unlock()
+		}
+		_ = rc.Flush()
+		<-r.Context().Done()
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return src
+}
+
+func (s *source) served() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.max
+}
+
+// check waits until the topic holds as many records as the source has events, then asserts they are the
+// events, each once, in order (read_committed: an aborted transaction of the killed pod does not count).
+func (s *source) check(t *testing.T) {
+	t.Helper()
+	var recs []*kgo.Record
+	checkFor(t, 2*time.Minute, 500*time.Millisecond, func() error {
+		recs = kafkatest.ReadAll(t, s.topic)[0]
+		if len(recs) < sourceEvents {
+			return fmt.Errorf("the ingest topic holds %d of %d events (served up to %d)", len(recs), sourceEvents, s.served())
+		}
+		return nil
+	})
+	if len(recs) != sourceEvents {
+		t.Errorf("the ingest topic holds %d records, the source has %d events", len(recs), sourceEvents)
+	}
+	for i, r := range recs {
+		if want := fmt.Sprintf("event-%d", i+1); string(r.Value) != want {
+			t.Errorf("ingest record %d is %q, want %q (a gap or a duplicate)", i, r.Value, want)
+			break
+		}
+	}
+	s.mu.Lock()
+	conns := s.conns
+	s.mu.Unlock()
+	if conns < 2 {
+		t.Errorf("the source served %d connection(s): ingest never reconnected after its pod was deleted", conns)
+	}
+	t.Logf("ingest: %d events, each once, over %d connections, across the deletion of its pod", len(recs), conns)
 }
