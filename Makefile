@@ -7,7 +7,7 @@ GOLANGCI_LINT          := $(CACHE)/bin/golangci-lint-$(GOLANGCI_LINT_VERSION).d/
 GOTEST_FLAGS           ?= -race -count=1 -timeout 15m
 FUZZTIME               ?= 15s
 
-.PHONY: run test test-go lint fmt vet bench fuzz tidy-check build clean loadtest image helm-docs
+.PHONY: run test test-go test-k8s e2e-k8s lint fmt vet bench fuzz tidy-check build clean loadtest image helm-docs
 
 ## run: gateway + local Kafka + demo producer; open http://127.0.0.1:8080/
 run:
@@ -30,6 +30,17 @@ test-go:
 	@# The writer pool's tests race real sockets and timers: run them again and again, so that a flaky one
 	@# shows up here rather than after it lands.
 	$(GO) test -race -count=$(POOL_REPEAT) -run '^TestPool' ./services/gateway/internal/stream/
+
+KUBE_TEST_FLAGS        ?= -race -count=1 -timeout 20m
+
+## test-k8s: the chart on a real kube-apiserver and etcd (built and cached on first use, about 10 min cold)
+test-k8s:
+	$(GO) vet -tags kube ./tests/k8s/
+	scripts/kube/with-cluster.sh -- $(GO) test -tags kube $(KUBE_TEST_FLAGS) -run '^TestChartOnAPIServer$$' ./tests/k8s/
+
+## e2e-k8s: the chart on a real node (kubelet, containerd, runc, CNI bridge) with Kafka and the images; root
+e2e-k8s:
+	scripts/kube/with-cluster.sh --node -- $(GO) test -tags kube $(KUBE_TEST_FLAGS) -run '^TestChartOnNode$$' ./tests/k8s/
 
 ## image: an OCI image tarball of each service in .run/image (IMAGE_PLATFORMS=linux/amd64,linux/arm64 for multi-arch)
 image:

@@ -12,10 +12,15 @@
 # them); and SSL on PORT+3 with a certificate for 127.0.0.1 signed by a throwaway CA made at start
 # (KAFKA_TLS_BROKERS and KAFKA_TLS_CA, the CA's PEM file, are printed too). The controller listens on PORT+2. Auto topic creation is off: a gateway must answer 404
 # for a topic that does not exist rather than create it.
+#
+# KAFKA_HOST (default 127.0.0.1) is the address the PLAINTEXT, SASL and SSL listeners bind to and advertise,
+# for clients that cannot reach loopback (the test cluster's pods reach the host on its bridge address); the
+# controller stays on 127.0.0.1.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${SSEGATE_CACHE:-$HOME/.cache/ssegate}
+host=${KAFKA_HOST:-127.0.0.1}
 version=$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$here/kafka/pom.xml")
 libs=$cache/kafka-$version/libs
 
@@ -51,14 +56,15 @@ progress() {
 
 free_port() {
 	# Four consecutive free ports: PLAINTEXT, SASL, the controller, SSL.
-	python3 - "$@" <<'PY'
+	python3 - "$host" <<'PY'
 import socket, sys
+host = sys.argv[1]
 for _ in range(200):
-    s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]
+    s = socket.socket(); s.bind((host, 0)); p = s.getsockname()[1]
     try:
         others = []
         for d in (1, 2, 3):
-            o = socket.socket(); others.append(o); o.bind(("127.0.0.1", p + d))
+            o = socket.socket(); others.append(o); o.bind((host if d != 2 else "127.0.0.1", p + d))
     except OSError:
         s.close(); [o.close() for o in others]; continue
     s.close(); [o.close() for o in others]; print(p); sys.exit(0)
@@ -75,7 +81,7 @@ make_certs() {
 	openssl req -x509 -newkey rsa:2048 -nodes -days 7 -subj "/CN=ssegate test CA" \
 		-keyout "$d/ca.key" -out "$d/ca.pem" 2>/dev/null
 	openssl req -newkey rsa:2048 -nodes -subj "/CN=127.0.0.1" -keyout "$d/broker.key" -out "$d/broker.csr" 2>/dev/null
-	printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\n' >"$d/ext.cnf"
+	printf 'subjectAltName=IP:127.0.0.1,IP:%s,DNS:localhost\n' "$host" >"$d/ext.cnf"
 	openssl x509 -req -in "$d/broker.csr" -CA "$d/ca.pem" -CAkey "$d/ca.key" -CAcreateserial -days 7 \
 		-extfile "$d/ext.cnf" -out "$d/broker.pem" 2>/dev/null
 	cat "$d/broker.key" "$d/broker.pem" >"$d/keystore.pem"
@@ -115,8 +121,8 @@ start() {
 process.roles=broker,controller
 node.id=1
 controller.quorum.voters=1@127.0.0.1:$ctl
-listeners=PLAINTEXT://127.0.0.1:$port,SASL_PLAINTEXT://127.0.0.1:$sasl,CONTROLLER://127.0.0.1:$ctl,SSL://127.0.0.1:$ssl
-advertised.listeners=PLAINTEXT://127.0.0.1:$port,SASL_PLAINTEXT://127.0.0.1:$sasl,SSL://127.0.0.1:$ssl
+listeners=PLAINTEXT://$host:$port,SASL_PLAINTEXT://$host:$sasl,CONTROLLER://127.0.0.1:$ctl,SSL://$host:$ssl
+advertised.listeners=PLAINTEXT://$host:$port,SASL_PLAINTEXT://$host:$sasl,SSL://$host:$ssl
 controller.listener.names=CONTROLLER
 inter.broker.listener.name=PLAINTEXT
 listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT,SSL:SSL
@@ -172,7 +178,7 @@ LOG
 	echo "$port" >"$dir/port"
 	local deadline=$((SECONDS + ${KAFKA_START_TIMEOUT:-90})) began=$SECONDS
 	until grep -q "Kafka Server started" "$dir/server.log" 2>/dev/null &&
-		(exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do
+		(exec 3<>"/dev/tcp/$host/$port") 2>/dev/null; do
 		if ! kill -0 "$(cat "$dir/pid")" 2>/dev/null; then
 			tail -n 40 "$dir/stdout.log" "$dir/server.log" >&2 2>/dev/null || true
 			die "the broker exited during start-up (logs in $dir)"
@@ -187,9 +193,9 @@ LOG
 			echo "kafka.sh: still starting the broker on 127.0.0.1:$port ($((said + 1))s)" >&2
 		fi
 	done
-	echo "KAFKA_BROKERS=127.0.0.1:$port"
-	echo "KAFKA_SASL_BROKERS=127.0.0.1:$sasl"
-	echo "KAFKA_TLS_BROKERS=127.0.0.1:$ssl"
+	echo "KAFKA_BROKERS=$host:$port"
+	echo "KAFKA_SASL_BROKERS=$host:$sasl"
+	echo "KAFKA_TLS_BROKERS=$host:$ssl"
 	echo "KAFKA_TLS_CA=$dir/tls/ca.pem"
 }
 
