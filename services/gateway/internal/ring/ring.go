@@ -208,6 +208,34 @@ func (r *Ring) evict() {
 			r.resize(n / 2)
 		}
 	}
+	if r.memory() > r.capacity && r.head-r.tail == 1 {
+		r.compactLast()
+	}
+}
+
+// compactLast copies the one frame left, and its key, into chunks of the size the capacity gives, when the
+// chunks it is in are larger: a ring that shrank from a large capacity (its chunks a sixteenth of that) would
+// otherwise keep a large chunk for its newest frame. Cursors holding spans of the old chunk keep them. It
+// needs r.mu held for writing.
+func (r *Ring) compactLast() {
+	e := &r.ents[r.tail&r.mask]
+	size, ksize := max(r.chunkLen(), e.end-e.start), max(r.chunkLen()/4, len(e.key))
+	if size+ksize >= r.chunks.total+r.kchunks.total {
+		return // a frame larger than the ring: nothing smaller holds it
+	}
+	r.chunk = append(make([]byte, 0, size), e.buf[e.start:e.end]...)
+	r.chunkN++
+	r.chunks.release(r.chunkN)
+	r.chunks.add(r.chunkN, cap(r.chunk))
+	e.buf, e.start, e.end, e.chunk = r.chunk[:cap(r.chunk)], 0, len(r.chunk), r.chunkN
+	r.kchunkN++
+	r.kchunks.release(r.kchunkN)
+	r.kchunk = nil
+	if len(e.key) > 0 {
+		r.kchunk = append(make([]byte, 0, ksize), e.key...)
+		r.kchunks.add(r.kchunkN, cap(r.kchunk))
+	}
+	e.key, e.kchunk = r.kchunk[:len(r.kchunk):len(r.kchunk)], r.kchunkN
 }
 
 // grow doubles the entry buffer. It needs r.mu held for writing.
