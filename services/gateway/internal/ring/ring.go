@@ -122,35 +122,38 @@ func (r *Ring) Publish(b *Batch, id []byte) {
 		r.mu.Unlock()
 		return
 	}
+	// Frames are copied one by one, each into the current chunk when it fits and else into a new one, so that
+	// no chunk is larger than the chunk size or a single frame: a whole fetch in one chunk would be evicted
+	// as one, and could be larger than the ring.
 	chunkSize := r.chunkLen()
-	if cap(r.chunk)-len(r.chunk) < len(b.buf) {
-		r.chunk = make([]byte, 0, max(chunkSize, len(b.buf)))
-		r.chunkN++
-		r.chunks.add(r.chunkN, cap(r.chunk))
-	}
-	base := len(r.chunk)
-	r.chunk = append(r.chunk, b.buf...)
-	whole := r.chunk[:cap(r.chunk)]
-	start := base
-	if cap(r.kchunk)-len(r.kchunk) < len(b.keys) {
-		r.kchunk = make([]byte, 0, max(chunkSize/4, len(b.keys)))
-		r.kchunkN++
-		r.kchunks.add(r.kchunkN, cap(r.kchunk))
-	}
-	kbase := len(r.kchunk)
-	r.kchunk = append(r.kchunk, b.keys...)
-	kstart := kbase
+	from, kfrom := 0, 0
 	for _, it := range b.items {
+		frame, key := b.buf[from:it.end], b.keys[kfrom:it.keyEnd]
+		from, kfrom = it.end, it.keyEnd
+		if cap(r.chunk)-len(r.chunk) < len(frame) {
+			r.chunk = make([]byte, 0, max(chunkSize, len(frame)))
+			r.chunkN++
+			r.chunks.add(r.chunkN, cap(r.chunk))
+		}
+		start := len(r.chunk)
+		r.chunk = append(r.chunk, frame...)
+		end := len(r.chunk)
+		if len(key) > 0 && cap(r.kchunk)-len(r.kchunk) < len(key) {
+			r.kchunk = make([]byte, 0, max(chunkSize/4, len(key)))
+			r.kchunkN++
+			r.kchunks.add(r.kchunkN, cap(r.kchunk))
+		}
+		kstart := len(r.kchunk)
+		r.kchunk = append(r.kchunk, key...)
+		kend := len(r.kchunk)
 		if r.head-r.tail == uint64(len(r.ents)) {
 			r.grow()
 		}
-		end, kend := base+it.end, kbase+it.keyEnd
 		r.ents[r.head&r.mask] = entry{
 			key: r.kchunk[kstart:kend:kend],
-			buf: whole, chunk: r.chunkN, kchunk: r.kchunkN, start: start, end: end,
+			buf: r.chunk[:cap(r.chunk)], chunk: r.chunkN, kchunk: r.kchunkN, start: start, end: end,
 			partition: it.partition, offset: it.offset,
 		}
-		kstart = kend
 		if _, ok := r.low[it.partition]; !ok {
 			r.low[it.partition] = it.offset
 		}
@@ -163,9 +166,8 @@ func (r *Ring) Publish(b *Batch, id []byte) {
 		r.head++
 		r.bytes += end - start
 		r.published += uint64(end - start) //nolint:gosec // a frame's length is not negative
-		start = end
+		r.evict()
 	}
-	r.evict()
 	old := r.wake
 	r.wake = make(chan struct{})
 	r.mu.Unlock()

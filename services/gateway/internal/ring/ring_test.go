@@ -141,16 +141,23 @@ func TestEvictionAndLow(t *testing.T) {
 	}
 }
 
-// TestChunksFreedWhole: a chunk counts until its last frame is evicted, so a batch of frames leaves together.
+// TestChunksFreedWhole: a chunk counts until its last frame is evicted, so the frames of a chunk leave
+// together; a batch is spread over chunks of the chunk size.
 func TestChunksFreedWhole(t *testing.T) {
-	r, _ := New(fixedMemory(1)+3*8+6*7, 1)
+	r, _ := New(fixedMemory(1)+3*18, 18) // three chunks of three 6-byte frames, no keys
 	var b Batch
-	publish(t, r, &b, 0, 1, 2, 3) // one chunk of 3 frames, 6 bytes each, with keys of 2 bytes
-	publishEach(t, r, &b, 0, 4, 5, 6, 7, 8, 9)
-	if st := r.Stats(); st.Tail != 0 || st.Frames != 9 {
+	add := func(offsets ...int64) {
+		b.Reset()
+		for _, o := range offsets {
+			b.Add(fmt.Appendf(b.Buf(), "p0-o%d;", o), 0, o, nil)
+		}
+		r.Publish(&b, []byte("id"))
+	}
+	add(1, 2, 3, 4, 5, 6, 7, 8, 9) // one batch, three chunks
+	if st := r.Stats(); st.Tail != 0 || st.Frames != 9 || st.Memory != st.Capacity {
 		t.Fatalf("before the ring is full: %+v", st)
 	}
-	publishEach(t, r, &b, 0, 10) // "p0-o10;" is 7 bytes: the first chunk must go, all three of its frames
+	add(10) // a fourth chunk: the first must go, all three of its frames
 	if st := r.Stats(); st.Tail != 3 || st.Frames != 7 || st.Memory > st.Capacity {
 		t.Fatalf("after one more frame: %+v", st)
 	}
