@@ -27,27 +27,64 @@ func TestChartMemory(t *testing.T) {
 		wantRequest string
 		wantConfig  []string
 	}{
-		{"defaults: one topic of 64MiB", map[string]any{"topics": []any{"t"}},
-			derived(64*Mi, 10000, 4, 128, 90), "257Mi", []string{`ring-bytes: "64MiB"`}},
-		{"eight topics without a budget: 8 x ringBytes", map[string]any{"topics": []any{"a", "b", "c", "d", "e", "f", "g", "h"}},
-			derived(8*64*Mi, 10000, 4, 128, 90), "", nil},
-		{"a topic's own ring size", map[string]any{"topics": []any{"a", "b"}, "ringBytes": "16MiB", "topicRingBytes": map[string]any{"b": "1GiB"}},
-			derived(16*Mi+Gi, 10000, 4, 128, 90), "", []string{`ring-bytes: "16MiB"`, "topic-ring-bytes:", `b: "1GiB"`}},
-		{"a budget: eight topics cost the budget", map[string]any{"topics": []any{"a", "b", "c", "d", "e", "f", "g", "h"}, "ringBudget": "512MiB"},
-			derived(512*Mi, 10000, 4, 128, 90), "", []string{`ring-budget: "512MiB"`, `ring-floor: "1MiB"`}},
-		{"a budget of one topic is the same", map[string]any{"topics": []any{"a"}, "ringBudget": "512MiB"},
-			derived(512*Mi, 10000, 4, 128, 90), "", nil},
-		{"a budget with an override and a floor", map[string]any{"topics": []any{"a", "b"}, "ringBudget": "1GiB", "ringFloor": "8MiB", "topicRingBytes": map[string]any{"a": "256MiB"}},
-			derived(Gi, 10000, 4, 128, 90), "", []string{`ring-budget: "1GiB"`, `ring-floor: "8MiB"`, `a: "256MiB"`}},
-		{"connections, base and percentage", map[string]any{"topics": []any{"a"}, "ringBudget": "2GiB",
-			"memory": map[string]any{"connections": 100000, "connectionKiB": 3, "baseMiB": 256, "goMemLimitPercent": 80}},
-			derived(2*Gi, 100000, 3, 256, 80), "", nil},
-		{"a limit given in resources wins", map[string]any{"topics": []any{"a"}, "ringBudget": "512MiB",
-			"resources": map[string]any{"limits": map[string]any{"memory": "2Gi"}}},
-			2 * Gi, "2Gi", nil},
-		{"a request given stays", map[string]any{"topics": []any{"a"},
-			"resources": map[string]any{"requests": map[string]any{"memory": "100Mi"}}},
-			derived(64*Mi, 10000, 4, 128, 90), "100Mi", nil},
+		{
+			"defaults: one topic of 64MiB",
+			map[string]any{"topics": []any{"t"}},
+			derived(64*Mi, 10000, 4, 128, 90), "257Mi",
+			[]string{`ring-bytes: "64MiB"`},
+		},
+		{
+			"eight topics without a budget: 8 x ringBytes",
+			map[string]any{"topics": []any{"a", "b", "c", "d", "e", "f", "g", "h"}},
+			derived(8*64*Mi, 10000, 4, 128, 90), "", nil,
+		},
+		{
+			"a topic's own ring size",
+			map[string]any{"topics": []any{"a", "b"}, "ringBytes": "16MiB", "topicRingBytes": map[string]any{"b": "1GiB"}},
+			derived(16*Mi+Gi, 10000, 4, 128, 90), "",
+			[]string{`ring-bytes: "16MiB"`, "topic-ring-bytes:", `b: "1GiB"`},
+		},
+		{
+			"a budget: eight topics cost the budget",
+			map[string]any{"topics": []any{"a", "b", "c", "d", "e", "f", "g", "h"}, "ringBudget": "512MiB"},
+			derived(512*Mi, 10000, 4, 128, 90), "",
+			[]string{`ring-budget: "512MiB"`, `ring-floor: "1MiB"`},
+		},
+		{
+			"a budget of one topic is the same",
+			map[string]any{"topics": []any{"a"}, "ringBudget": "512MiB"},
+			derived(512*Mi, 10000, 4, 128, 90), "", nil,
+		},
+		{
+			"a budget with an override and a floor",
+			map[string]any{"topics": []any{"a", "b"}, "ringBudget": "1GiB", "ringFloor": "8MiB", "topicRingBytes": map[string]any{"a": "256MiB"}},
+			derived(Gi, 10000, 4, 128, 90), "",
+			[]string{`ring-budget: "1GiB"`, `ring-floor: "8MiB"`, `a: "256MiB"`},
+		},
+		{
+			"connections, base and percentage",
+			map[string]any{
+				"topics": []any{"a"}, "ringBudget": "2GiB",
+				"memory": map[string]any{"connections": 100000, "connectionKiB": 3, "baseMiB": 256, "goMemLimitPercent": 80},
+			},
+			derived(2*Gi, 100000, 3, 256, 80), "", nil,
+		},
+		{
+			"a limit given in resources wins",
+			map[string]any{
+				"topics": []any{"a"}, "ringBudget": "512MiB",
+				"resources": map[string]any{"limits": map[string]any{"memory": "2Gi"}},
+			},
+			2 * Gi, "2Gi", nil,
+		},
+		{
+			"a request given stays",
+			map[string]any{
+				"topics":    []any{"a"},
+				"resources": map[string]any{"requests": map[string]any{"memory": "100Mi"}},
+			},
+			derived(64*Mi, 10000, 4, 128, 90), "100Mi", nil,
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pct := int64(90)

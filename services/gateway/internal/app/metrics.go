@@ -92,7 +92,7 @@ func newTelemetry(f *feed.Feed, stats map[string]*stream.Stats, replays *replay.
 			o.ObserveInt64(ringMemory, int64(rs.Memory), ta)
 			o.ObserveInt64(ringCapacity, int64(rs.Capacity), ta)
 			o.ObserveInt64(ringPublished, int64(rs.Published), ta) //nolint:gosec // a byte count fits in int64
-			o.ObserveInt64(evicted, int64(rs.Evicted), ta) //nolint:gosec // a frame count fits in int64
+			o.ObserveInt64(evicted, int64(rs.Evicted), ta)         //nolint:gosec // a frame count fits in int64
 			f.Topic(name).Ring().Low(func(p int32, off int64) {
 				o.ObserveInt64(ringOldest, off, partitionAttrs(name, p))
 			})

@@ -46,8 +46,10 @@ func ringCapacities(cfg Config, names []string) ([]int64, *balancer, error) {
 	if cfg.RingFloor <= 0 {
 		return nil, nil, fmt.Errorf("feed: ring floor must be positive, got %d", cfg.RingFloor)
 	}
-	b := &balancer{budget: cfg.RingBudget, floor: cfg.RingFloor, fixed: make([]int64, len(names)),
-		last: make([]uint64, len(names)), rate: make([]float64, len(names))}
+	b := &balancer{
+		budget: cfg.RingBudget, floor: cfg.RingFloor, fixed: make([]int64, len(names)),
+		last: make([]uint64, len(names)), rate: make([]float64, len(names)),
+	}
 	need := int64(0)
 	for i, name := range names {
 		if v, ok := cfg.TopicRingBytes[name]; ok {
