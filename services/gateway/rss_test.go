@@ -3,7 +3,9 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/base64"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -21,28 +23,33 @@ import (
 )
 
 // TestMeasureRSS8Topics is a measurement for docs/benchmarks.md, not a regular test: it fills 8 one-partition
-// topics with 8000 records of 4 KiB each (32 MB a topic), builds the gateway binary and runs it on them, once
-// with rings of 32MiB per topic (ring-bytes) and twice with one ring-budget of 64MiB for the 8 (without
-// GOMEMLIMIT, and with the one the chart derives for it), each time
-// reading them all into its rings (the prefill), and logs the process's VmRSS and VmHWM once it is ready, and
-// what /metrics says the rings hold. It runs only with SSEGATE_MEASURE_RSS=1 (and KAFKA_BROKERS):
+// topics with 16000 records of 4 KiB of random base64 text each (64 MB a topic), builds the gateway binary and
+// runs it on them with rings per topic (ring-bytes) and with one ring-budget for the 8, with and without the
+// GOMEMLIMIT the chart derives, each time reading them all through its prefill (20000), and logs the process's
+// VmRSS and VmHWM once it is ready, and what /metrics says the rings hold. It runs only with SSEGATE_MEASURE_RSS=1 (and KAFKA_BROKERS):
 //
 //	SSEGATE_MEASURE_RSS=1 scripts/with-services.sh --no-redis go test -count=1 -v -run MeasureRSS ./services/gateway/
 func TestMeasureRSS8Topics(t *testing.T) {
 	if os.Getenv("SSEGATE_MEASURE_RSS") != "1" {
 		t.Skip("a measurement: set SSEGATE_MEASURE_RSS=1 to run it")
 	}
-	const topics, records, size = 8, 8000, 4 << 10
+	const topics, records, size = 8, 16000, 4 << 10
 	brokers := kafkatest.Brokers(t)
 	cl := kafkatest.Client(t, kgo.ProducerBatchMaxBytes(1<<20))
 	var names []string
-	value := []byte(strings.Repeat("0123456789abcdef", size/16))
+	// Random text, so that the producer's compression does not shrink it much: a fetch of highly compressible
+	// records decompresses to many times its size (see docs/benchmarks.md).
+	rnd := rand.New(rand.NewPCG(1, 2)) //nolint:gosec // test data
+	raw := make([]byte, size*3/4)
 	for range topics {
 		name := kafkatest.NewTopic(t, 1, nil)
 		names = append(names, name)
 		recs := make([]*kgo.Record, records)
 		for i := range recs {
-			recs[i] = &kgo.Record{Topic: name, Key: []byte(strconv.Itoa(i)), Value: value}
+			for j := range raw {
+				raw[j] = byte(rnd.Uint32())
+			}
+			recs[i] = &kgo.Record{Topic: name, Key: []byte(strconv.Itoa(i)), Value: []byte(base64.StdEncoding.EncodeToString(raw))}
 		}
 		kafkatest.Produce(t, cl, recs...)
 	}
@@ -53,17 +60,20 @@ func TestMeasureRSS8Topics(t *testing.T) {
 	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	// GOMEMLIMIT as the chart sets it for 64MiB of rings: 90% of (64MiB + 10000 x 4KiB + 128MiB) / 0.9,
-	// rounded up to a MiB (257Mi).
-	const chartLimit = "GOMEMLIMIT=242535628"
+	// GOMEMLIMIT as the chart sets it with its defaults: 90% of (rings + 10000 x 4KiB + 128MiB) / 0.9, rounded
+	// up to a MiB: for 64MiB of rings a limit of 257Mi, for 512MiB one of 755Mi.
+	const chart64, chart512 = "GOMEMLIMIT=242535628", "GOMEMLIMIT=712507392"
 	for _, run := range []struct{ name, env, goMem string }{
-		{"ring-bytes 32MiB per topic", "SSEGATE_RING_BYTES=32MiB", ""},
+		{"ring-bytes 64MiB per topic (the default)", "SSEGATE_RING_BYTES=64MiB", ""},
+		{"ring-bytes 64MiB per topic, GOMEMLIMIT of the chart for 512MiB", "SSEGATE_RING_BYTES=64MiB", chart512},
+		{"ring-budget 512MiB, GOMEMLIMIT of the chart", "SSEGATE_RING_BUDGET=512MiB", chart512},
+		{"ring-bytes 8MiB per topic", "SSEGATE_RING_BYTES=8MiB", ""},
 		{"ring-budget 64MiB", "SSEGATE_RING_BUDGET=64MiB", ""},
-		{"ring-budget 64MiB, GOMEMLIMIT of the chart", "SSEGATE_RING_BUDGET=64MiB", chartLimit},
+		{"ring-budget 64MiB, GOMEMLIMIT of the chart", "SSEGATE_RING_BUDGET=64MiB", chart64},
 	} {
 		admin := freeAddr(t)
 		cmd := exec.CommandContext(context.Background(), bin, "--listen", freeAddr(t), "--admin-listen", admin, "--log-level", "warn")
-		cmd.Env = append(os.Environ(), "KAFKA_BROKERS="+strings.Join(brokers, ","), "SSEGATE_TOPICS="+strings.Join(names, ","), run.env)
+		cmd.Env = append(os.Environ(), "KAFKA_BROKERS="+strings.Join(brokers, ","), "SSEGATE_TOPICS="+strings.Join(names, ","), "SSEGATE_PREFILL=20000", run.env)
 		if run.goMem != "" {
 			cmd.Env = append(cmd.Env, run.goMem)
 		}

@@ -210,7 +210,12 @@ func (f *Feed) fetchLoop(ctx context.Context) {
 	}
 }
 
-// publish frames a poll's records of the topic and publishes them in one batch.
+// stageBytes bounds the frames staged for one Publish: a poll is published in parts of about this size. The
+// staging batch keeps the memory of its largest part, per topic, outside the ring's capacity; a whole poll
+// while reading a prefill can be tens of MB.
+const stageBytes = 1 << 20
+
+// publish frames a poll's records of the topic and publishes them, in batches of about stageBytes.
 func (t *Topic) publish(fs []Fetched) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -233,6 +238,12 @@ func (t *Topic) publish(fs []Fetched) {
 			t.pos.Set(rec.Partition, rec.Offset)
 			t.id, _ = t.pos.AppendText(t.id[:0])
 			t.batch.Add(AppendFrame(t.batch.Buf(), t.id, rec, t.vf), rec.Partition, rec.Offset, rec.Key)
+			if t.batch.Bytes() >= stageBytes {
+				// The id is the position after the last staged frame, so a part of a poll is published
+				// like a whole one.
+				t.ring.Publish(&t.batch, t.id)
+				t.batch.Reset()
+			}
 		}
 		if fp.Next > ps.next.Load() {
 			ps.next.Store(fp.Next)

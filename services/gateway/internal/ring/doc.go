@@ -16,7 +16,8 @@
 // capacity shrinks (a pod-wide budget moves memory between topics). A cursor whose next frame was evicted gets
 // ErrBehind from Read and must catch up some other way (or close; the frame ids it already wrote tell its
 // client where to resume). Not counted: spans a cursor still holds after their frames were evicted (at most
-// one write's worth per connection), and the staging Batch of the writer.
+// one write's worth per connection), and the staging Batch of the writer (the feed publishes at most about
+// 1 MiB at a time, so its batches stay that small).
 //
 // Concurrency: a Ring is safe for concurrent use. Publish is meant for a single writer (the topic's Kafka
 // reader); Read, Start and the accessors may be called from any number of goroutines. Spans returned by Read
