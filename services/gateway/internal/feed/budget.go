@@ -113,7 +113,7 @@ func (b *balancer) apply(caps []int64) {
 	}
 }
 
-// balanceLoop rebalances the budget every interval until ctx ends.
+// loop rebalances the budget every interval until ctx ends.
 func (b *balancer) loop(ctx context.Context, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
