@@ -9,15 +9,15 @@ import (
 	"github.com/ssegate/ssegate/services/gateway/internal/ring"
 )
 
-// RateHalfLife is how fast the traffic a ring's share follows forgets the past: a topic whose frame bytes per
-// second change moves half way to its new share within this time.
+// RateHalfLife is the default of Config.RingHalfLife.
 const RateHalfLife = time.Minute
 
 // balancer moves a pod-wide budget between the topics' rings by their traffic: every RingRebalance it
-// measures each ring's frame bytes published per second, smooths them (RateHalfLife) and sets the rings'
+// measures each ring's frame bytes published per second, smooths them (RingHalfLife) and sets the rings'
 // capacities from ring.Split. It is owned by the balance loop (Feed.Run); capacities only ever change there.
 type balancer struct {
 	budget, floor int64
+	halfLife      time.Duration
 	rings         []*ring.Ring
 	fixed         []int64 // per ring, its override; zero for none
 	last          []uint64
@@ -47,7 +47,7 @@ func ringCapacities(cfg Config, names []string) ([]int64, *balancer, error) {
 		return nil, nil, fmt.Errorf("feed: ring floor must be positive, got %d", cfg.RingFloor)
 	}
 	b := &balancer{
-		budget: cfg.RingBudget, floor: cfg.RingFloor, fixed: make([]int64, len(names)),
+		budget: cfg.RingBudget, floor: cfg.RingFloor, halfLife: cfg.RingHalfLife, fixed: make([]int64, len(names)),
 		last: make([]uint64, len(names)), rate: make([]float64, len(names)),
 	}
 	need := int64(0)
@@ -83,7 +83,11 @@ func (b *balancer) step(now time.Time) {
 	if dt <= 0 {
 		return
 	}
-	w := 1 - math.Exp2(-dt/RateHalfLife.Seconds())
+	halfLife := b.halfLife
+	if halfLife <= 0 {
+		halfLife = RateHalfLife
+	}
+	w := 1 - math.Exp2(-dt/halfLife.Seconds())
 	for i, r := range b.rings {
 		p := r.Stats().Published
 		sample := float64(p-b.last[i]) / dt

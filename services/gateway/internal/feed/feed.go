@@ -25,7 +25,7 @@ type Config struct {
 	RingBytes int
 	// RingBudget, when positive, is one capacity shared by all the topics' rings: the topics in
 	// TopicRingBytes get their own size out of it, and the others share the rest by their traffic (frame bytes
-	// per second, smoothed over RateHalfLife), none below RingFloor, rebalanced every RingRebalance. The
+	// per second, smoothed over RingHalfLife), none below RingFloor, rebalanced every RingRebalance. The
 	// rings' capacities never add up to more than the budget. Zero means no budget.
 	RingBudget int64
 	// RingFloor is the smallest ring of a topic sharing RingBudget. Required with a budget.
@@ -35,6 +35,9 @@ type Config struct {
 	TopicRingBytes map[string]int64
 	// RingRebalance is how often a RingBudget is divided again. Zero means 10 seconds.
 	RingRebalance time.Duration
+	// RingHalfLife is how fast the traffic a topic's share follows forgets the past: a topic whose frame bytes
+	// per second change moves half way to its new share within it. Zero means RateHalfLife (a minute).
+	RingHalfLife time.Duration
 	// MetadataInterval is how often the feed looks for new topics and partitions and refreshes end offsets
 	// for the lag metric. Zero means 10 seconds.
 	MetadataInterval time.Duration

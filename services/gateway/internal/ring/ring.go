@@ -2,6 +2,7 @@ package ring
 
 import (
 	"fmt"
+	"math/bits"
 	"sort"
 	"sync"
 	"unsafe"
@@ -193,16 +194,7 @@ func (r *Ring) memory() int {
 // publishing wraps the ring. It needs r.mu held for writing.
 func (r *Ring) evict() {
 	for r.memory() > r.capacity && r.head-r.tail > 1 {
-		e := &r.ents[r.tail&r.mask]
-		r.bytes -= e.end - e.start
-		if q := r.index[e.partition]; q != nil && q.n > 0 && q.at(0) == r.tail {
-			// Not indexed when the partition was forgotten after this frame was published.
-			r.idxSlots += q.pop()
-			r.low[e.partition] = max(r.low[e.partition], e.offset+1) // never below a Trim
-		}
-		*e = entry{} // drop the chunk reference
-		r.tail++
-		r.evicted++
+		r.dropTail()
 		next := &r.ents[r.tail&r.mask]
 		r.chunks.release(next.chunk)
 		r.kchunks.release(next.kchunk)
@@ -212,6 +204,76 @@ func (r *Ring) evict() {
 	}
 	if r.memory() > r.capacity && r.head-r.tail == 1 {
 		r.compactLast()
+	}
+}
+
+// dropTail evicts the oldest frame, without releasing chunks. It needs r.mu held for writing.
+func (r *Ring) dropTail() {
+	e := &r.ents[r.tail&r.mask]
+	r.bytes -= e.end - e.start
+	if q := r.index[e.partition]; q != nil && q.n > 0 && q.at(0) == r.tail {
+		// Not indexed when the partition was forgotten after this frame was published.
+		r.idxSlots += q.pop()
+		r.low[e.partition] = max(r.low[e.partition], e.offset+1) // never below a Trim
+	}
+	*e = entry{} // drop the chunk reference
+	r.tail++
+	r.evicted++
+}
+
+// rechunk copies the newest frames that fit the capacity into chunks of the size the capacity gives, and
+// evicts the older ones. A ring that shrinks to a fraction of its capacity would otherwise keep the chunks of
+// the larger one, a sixteenth of it each and counted whole, with room for few frames or none. Cursors holding
+// spans of the old chunks keep them. It needs r.mu held for writing.
+func (r *Ring) rechunk() {
+	size := r.chunkLen()
+	// What k frames and their keys may take: the capacity without their entries (a buffer of the power of two
+	// at or above 2k), their index (two slots each, and the smallest buffer per partition) and the unused ends
+	// of chunks (a chunk, a key chunk, and what frames that did not fit left before them).
+	room := func(k int) int {
+		ents := max(minEntries, 1<<bits.Len(uint(2*k-1)))
+		return r.capacity - ents*EntryBytes - (2*k+minQueue*len(r.index))*IndexBytes - 3*size
+	}
+	keep, used := r.head-1, 0
+	for s, k := r.head, 1; s > r.tail; s, k = s-1, k+1 {
+		e := &r.ents[(s-1)&r.mask]
+		if used += e.end - e.start + len(e.key); used > room(k) && k > 1 {
+			break
+		}
+		keep = s - 1
+	}
+	for r.tail < keep {
+		r.dropTail()
+	}
+	r.chunks, r.kchunks, r.chunk, r.kchunk = chunkQueue{}, chunkQueue{}, nil, nil
+	for s := r.tail; s < r.head; s++ {
+		e := &r.ents[s&r.mask]
+		frame, key := e.buf[e.start:e.end], e.key
+		if cap(r.chunk)-len(r.chunk) < len(frame) {
+			r.chunk = make([]byte, 0, max(size, len(frame)))
+			r.chunkN++
+			r.chunks.add(r.chunkN, cap(r.chunk))
+		}
+		start := len(r.chunk)
+		r.chunk = append(r.chunk, frame...)
+		if len(key) > 0 && cap(r.kchunk)-len(r.kchunk) < len(key) {
+			r.kchunk = make([]byte, 0, max(size/4, len(key)))
+			r.kchunkN++
+			r.kchunks.add(r.kchunkN, cap(r.kchunk))
+		}
+		kstart := len(r.kchunk)
+		r.kchunk = append(r.kchunk, key...)
+		e.buf, e.chunk, e.start, e.end = r.chunk[:cap(r.chunk)], r.chunkN, start, len(r.chunk)
+		e.key, e.kchunk = r.kchunk[kstart:len(r.kchunk):len(r.kchunk)], r.kchunkN
+	}
+	if r.kchunk == nil {
+		r.kchunkN++ // a key chunk of none, so that the frames' old key chunks are not taken for it
+		for s := r.tail; s < r.head; s++ {
+			r.ents[s&r.mask].kchunk = r.kchunkN
+		}
+	}
+	if n := max(minEntries, 1<<bits.Len(uint(2*(r.head-r.tail)-1))); n < len(r.ents) {
+		r.resize(n)
 	}
 }
 
@@ -262,7 +324,11 @@ func (r *Ring) SetCapacity(capacity int) {
 		return
 	}
 	r.mu.Lock()
+	shrinks := capacity < r.capacity
 	r.capacity = capacity
+	if shrinks && r.memory() > capacity && cap(r.chunk) > r.chunkLen() && r.head > r.tail {
+		r.rechunk()
+	}
 	r.evict()
 	r.mu.Unlock()
 }

@@ -426,3 +426,35 @@ func TestSeekAndReadFrames(t *testing.T) {
 		t.Fatalf("ReadFrames of an evicted seq: %v", err)
 	}
 }
+
+// TestShrinkKeepsWhatFits: a ring shrunk to a sixty-fourth of its capacity, below the size of its chunks,
+// copies its newest frames into chunks of the new size and keeps most of what fits, not only its newest frame;
+// cursors reading the old chunks keep their bytes.
+func TestShrinkKeepsWhatFits(t *testing.T) {
+	r, _ := New(16<<20, 0)
+	var b Batch
+	frame := bytes.Repeat([]byte{'x'}, 1000)
+	for i := range int64(15000) {
+		b.Reset()
+		b.Add(append(b.Buf(), frame...), int32(i%2), i/2, []byte("key"))
+		r.Publish(&b, []byte("id"))
+	}
+	old, _, _, _ := r.Read(r.Stats().Head-1, nil, 1<<20)
+	r.SetCapacity(256 << 10)
+	st := r.Stats()
+	if st.Memory > st.Capacity || st.Bytes < st.Capacity/2 {
+		t.Fatalf("after shrinking to 256KiB: %+v, want at least half of it in frames", st)
+	}
+	got, next := readAll(t, r, st.Tail)
+	if next != st.Head || len(got) != st.Bytes || !bytes.Equal(old[0], frame) {
+		t.Fatalf("frames after the shrink: %d bytes up to %d, want %d up to %d", len(got), next, st.Bytes, st.Head)
+	}
+	if seq, ok := r.Seek(1, int64(st.Tail/2)+1); !ok || seq < st.Tail {
+		t.Fatalf("Seek in the kept frames = %d %v (tail %d)", seq, ok, st.Tail)
+	}
+	recount(t, r)
+	publish(t, r, &b, 0, 20000, 20001)
+	if st2 := r.Stats(); st2.Memory > st2.Capacity {
+		t.Fatalf("publishing after the shrink: %+v", st2)
+	}
+}

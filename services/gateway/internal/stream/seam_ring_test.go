@@ -78,3 +78,74 @@ func TestSeamRingShrinksUnderReader(t *testing.T) {
 		})
 	}
 }
+
+// TestSeamBudgetMovesUnderReader: with a ring budget shared by two topics, traffic moving to the other topic
+// shrinks the ring of a stream stuck far behind to its floor; the stream catches up from Kafka and its client
+// gets every record once, in order, and the rings never add up to more than the budget.
+func TestSeamBudgetMovesUnderReader(t *testing.T) {
+	for _, writers := range []int{0, 2} {
+		t.Run(fmt.Sprintf("writers=%d", writers), func(t *testing.T) {
+			kc := memlog.New()
+			kc.CreateTopic("t", 1)
+			kc.CreateTopic("u", 1)
+			pad := strings.Repeat("x", 1000)
+			const before, live = 20000, 10
+			for o := range before {
+				produce(kc, "t", 0, fmt.Sprintf("0-%d-%s", o, pad))
+			}
+			const budget, floor = 64 << 20, 256 << 10
+			pd := startPod(t, kc, "t", podOpts{writers: writers, feed: func(c *feed.Config) {
+				c.Topics, c.Prefill = []string{"t", "u"}, before
+				c.RingBudget, c.RingFloor = budget, floor
+				c.RingRebalance, c.RingHalfLife = 20*time.Millisecond, 20*time.Millisecond
+			}})
+			pd.waitReady(t)
+			u := pd.f.Topic("u").Ring()
+			checkBudget := func() {
+				t.Helper()
+				if sum := pd.topic.Ring.Stats().Capacity + u.Stats().Capacity; sum > budget {
+					t.Fatalf("the rings' capacities add up to %d, over the budget %d", sum, budget)
+				}
+			}
+			waitUntil(t, "the prefill in the ring", func() bool { return pd.topic.Ring.Stats().Frames == before })
+			c := pd.open(t, "", "v1:0-0")
+			waitUntil(t, "the client's buffer to fill", func() bool { return len(c.evs) == cap(c.evs) })
+			stuck := pd.stats.Frames.Load()
+			if stuck >= before-1 {
+				t.Fatalf("the stream wrote %d frames: not behind", stuck)
+			}
+			// The traffic moves to u: t's share falls to the floor, and the frames the stream still has to
+			// send leave the ring.
+			for i := 0; pd.topic.Ring.Stats().Capacity > floor; i++ {
+				if i > 2000 {
+					t.Fatalf("t's ring still has %d after the traffic moved to u", pd.topic.Ring.Stats().Capacity)
+				}
+				for range 20 {
+					produce(kc, "u", 0, pad)
+				}
+				checkBudget()
+				time.Sleep(time.Millisecond) // traffic spread over time, for the balancer to measure
+			}
+			if st := pd.topic.Ring.Stats(); st.Tail <= uint64(stuck)+1024 || st.Memory > st.Capacity || st.Frames < 100 {
+				t.Fatalf("t's ring after the shrink: %+v, the stream was at frame %d", st, stuck)
+			}
+			for o := before; o < before+live; o++ {
+				produce(kc, "t", 0, fmt.Sprintf("0-%d-%s", o, pad))
+			}
+			for want := 1; want < before+live; want++ {
+				ev := c.next(t)
+				var p, o int
+				if _, err := fmt.Sscanf(ev.Data, "%d-%d-", &p, &o); err != nil || o != want {
+					t.Fatalf("event %.30q (%v), want offset %d", ev.Data, err, want)
+				}
+				if ev.ID != fmt.Sprintf("v1:0-%d", o) {
+					t.Fatalf("offset %d with id %s", o, ev.ID)
+				}
+			}
+			if pd.stats.ResumedFromKafka.Load() == 0 {
+				t.Fatal("the stream did not catch up from Kafka")
+			}
+			checkBudget()
+		})
+	}
+}
