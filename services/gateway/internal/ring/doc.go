@@ -19,6 +19,9 @@
 // one write's worth per connection), and the staging Batch of the writer (the feed publishes at most about
 // 1 MiB at a time, so its batches stay that small).
 //
+// Split divides one budget between rings by their traffic, with a floor and fixed sizes; the feed applies it
+// with SetCapacity, so rings sharing a pod's memory never hold more than the budget together.
+//
 // Concurrency: a Ring is safe for concurrent use. Publish is meant for a single writer (the topic's Kafka
 // reader); Read, Start and the accessors may be called from any number of goroutines. Spans returned by Read
 // are immutable and stay valid after the lock is released, even if their frames are evicted meanwhile.
