@@ -126,6 +126,29 @@ func TestChartMemory(t *testing.T) {
 	}
 }
 
+// TestChartMemoryValueSets: in every value set of the chart's tests, the gateway has a memory request and
+// limit, and GOMEMLIMIT is below the limit.
+func TestChartMemoryValueSets(t *testing.T) {
+	for name, vals := range chartValueSets {
+		out, err := renderChart(t, vals)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		typed, _, _ := objects(t, out)
+		c := find[*appsv1.StatefulSet](typed)[0].Spec.Template.Spec.Containers[0]
+		limit := c.Resources.Limits.Memory().Value()
+		var goMem int64
+		for _, e := range c.Env {
+			if e.Name == "GOMEMLIMIT" {
+				goMem, _ = strconv.ParseInt(e.Value, 10, 64)
+			}
+		}
+		if goMem <= 0 || goMem >= limit || c.Resources.Requests.Memory().IsZero() {
+			t.Errorf("%s: GOMEMLIMIT %d, memory limit %d, request %s: want 0 < GOMEMLIMIT < limit and a request", name, goMem, limit, c.Resources.Requests.Memory())
+		}
+	}
+}
+
 // TestChartMemoryBadSize: a ring size or memory limit the chart cannot read is an error naming it.
 func TestChartMemoryBadSize(t *testing.T) {
 	for _, g := range []map[string]any{

@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -43,7 +42,6 @@ var chartValueSets = map[string]map[string]any{
 		},
 		"gateway": map[string]any{
 			"topics": []any{"orders", "payments"}, "replicas": 3, "drainSeconds": 30, "endpointPropagationSeconds": 8,
-			"ringBudget": "512MiB", "ringFloor": "4MiB", "topicRingBytes": map[string]any{"payments": "64MiB"},
 			"autoscaling": map[string]any{"enabled": true, "targetConnectionsPerPod": 5000},
 			"ingress":     map[string]any{"enabled": true, "hosts": []any{"events.example.com"}},
 			"httpRoute":   map[string]any{"enabled": true, "parentRefs": []any{map[string]any{"name": "public"}}},
@@ -246,17 +244,6 @@ func checkChartInvariants(t *testing.T, vals map[string]any, typed []runtime.Obj
 	}
 	if int(cfg.Drain.Seconds()) != drain {
 		t.Errorf("drain %v, want %d s", cfg.Drain, drain)
-	}
-	// GOMEMLIMIT is below the container's memory limit.
-	limit := c.Resources.Limits.Memory().Value()
-	var goMem int64
-	for _, e := range c.Env {
-		if e.Name == "GOMEMLIMIT" {
-			goMem, _ = strconv.ParseInt(e.Value, 10, 64)
-		}
-	}
-	if goMem <= 0 || goMem >= limit {
-		t.Errorf("GOMEMLIMIT %d, memory limit %d: want 0 < GOMEMLIMIT < limit", goMem, limit)
 	}
 	// The Service for clients exposes the stream port only; the admin port is on the headless Service.
 	for _, svc := range find[*corev1.Service](typed) {
