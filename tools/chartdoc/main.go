@@ -39,6 +39,8 @@ var minimums = map[string]int{
 	"gateway.endpointPropagationSeconds": 0, "gateway.writeTimeoutSeconds": 1, "gateway.minReadySeconds": 0,
 	"gateway.prefill": 0, "gateway.service.port": 1, "ingest.replicas": 0, "ingest.port": 1,
 	"gateway.autoscaling.minReplicas": 1, "gateway.autoscaling.maxReplicas": 1,
+	"gateway.memory.connections": 0, "gateway.memory.connectionKiB": 0, "gateway.memory.baseMiB": 0,
+	"gateway.memory.goMemLimitPercent": 1,
 }
 
 func main() {

@@ -70,14 +70,17 @@ func New(cfg Config, log *slog.Logger) (a *App, err error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := feed.New(feed.Config{
+	fc := feed.Config{
 		Topics:           cfg.Topics,
-		RingBytes:        int(cfg.RingBytes),
 		MetadataInterval: cfg.MetadataInterval,
 		Prefill:          cfg.Prefill,
 		ValueFormats:     formats,
 		Logger:           log,
-	}, kopts...)
+	}
+	if err := cfg.ringFeed(&fc); err != nil {
+		return nil, err
+	}
+	f, err := feed.New(fc, kopts...)
 	if err != nil {
 		return nil, err
 	}

@@ -35,8 +35,20 @@ type Config struct {
 	Pprof bool
 	// Limits are the limits on streams and where they are counted.
 	Limits LimitConfig
-	// RingBytes bounds each topic's in-memory ring of recent frames. Default 64 MiB; at least 64 KiB.
+	// RingBytes bounds the memory each topic's in-memory ring of recent frames holds (frames, keys and
+	// their entries), when RingBudget is zero. Default 64 MiB; at least 64 KiB. Load refuses it given
+	// together with a RingBudget.
 	RingBytes int64
+	// RingBudget bounds the memory all the topics' rings hold together: the topics in TopicRingBytes get
+	// their own size out of it, the others share the rest by their traffic, none below RingFloor. Default
+	// zero: no budget, each ring is RingBytes.
+	RingBudget int64
+	// RingFloor is the smallest ring of a topic sharing RingBudget. Default 1 MiB; at least 64 KiB. Load
+	// refuses it given without a RingBudget.
+	RingFloor int64
+	// TopicRingBytes maps served topics to their own ring size (a byte size such as 256MiB): instead of
+	// RingBytes without a budget, a fixed share of RingBudget with one. Default none.
+	TopicRingBytes map[string]string
 	// Heartbeat is the default idle time after which a stream gets a comment (the heartbeat query parameter
 	// overrides it). Default 15s; zero means no heartbeat.
 	Heartbeat time.Duration
@@ -94,6 +106,7 @@ func defaults() Config {
 		AdminListen:      ":9090",
 		Limits:           limitDefaults(),
 		RingBytes:        64 << 20,
+		RingFloor:        1 << 20,
 		Heartbeat:        15 * time.Second,
 		Retry:            3 * time.Second,
 		WriteTimeout:     10 * time.Second,
@@ -118,7 +131,6 @@ func settingsOf(c *Config) []settings.Setting {
 		s("listen", "HTTP listen address of the clients' port (streams, dashboard)", settings.String(&c.Listen)),
 		s("admin-listen", "HTTP listen address of the admin port (metrics, healthz, readyz, pprof)", settings.String(&c.AdminListen)),
 		s("pprof", "serve Go's profiles at /debug/pprof/ on the admin port", settings.Bool(&c.Pprof)),
-		s("ring-bytes", "size of each topic's ring of recent frames (bytes, or with KiB/MiB/GiB)", settings.Bytes(&c.RingBytes)),
 		s("heartbeat", "default idle time before a keep-alive comment; 0 means none", settings.Duration(&c.Heartbeat)),
 		s("retry", "reconnection delay sent to clients in the retry: line", settings.Duration(&c.Retry)),
 		s("write-timeout", "time a client has to take each write before it is disconnected", settings.Duration(&c.WriteTimeout)),
@@ -135,6 +147,7 @@ func settingsOf(c *Config) []settings.Setting {
 		s("demo-topic", "topic shown by the dashboard at / (default: the first topic)", settings.String(&c.DemoTopic)),
 		s("log-level", "lowest level logged: debug, info, warn, error", settings.Level(&c.LogLevel)),
 	}
+	own = append(own, ringSettings(c)...)
 	own = append(own, limitSettings(&c.Limits)...)
 	own = append(own, authSettings(&c.Auth, &c.CORS)...)
 	return append(own, settings.Kafka(&c.Kafka, "SSEGATE_")...)
@@ -147,7 +160,10 @@ var ErrHelp = settings.ErrHelp
 // YAML file named by --config, and validates it. Usage and flag errors are written to out.
 func Load(args []string, getenv func(string) string, out io.Writer) (Config, error) {
 	c := defaults()
-	_, err := settings.Load(settingsOf(&c), args, getenv, settings.Options{
+	ss := settingsOf(&c)
+	var given ringGiven
+	given.watch(ss)
+	_, err := settings.Load(ss, args, getenv, settings.Options{
 		Program:     "gateway",
 		ConfigUsage: "optional YAML file of settings (keys are the flag names)",
 		Out:         out,
@@ -157,6 +173,9 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	}
 	if c.DemoTopic == "" && len(c.Topics) > 0 {
 		c.DemoTopic = c.Topics[0]
+	}
+	if err := given.check(c); err != nil {
+		return c, err
 	}
 	return c, c.Validate()
 }
@@ -194,7 +213,6 @@ func (c Config) Validate() error {
 		bad  bool
 		want string
 	}{
-		{"ring-bytes", c.RingBytes < 64<<10, "at least 64KiB"},
 		{"heartbeat", c.Heartbeat < 0, "zero or positive"},
 		{"retry", c.Retry < time.Millisecond, "at least 1ms"},
 		{"write-timeout", c.WriteTimeout < time.Millisecond, "at least 1ms"},
@@ -212,6 +230,9 @@ func (c Config) Validate() error {
 		if ch.bad {
 			return fmt.Errorf("invalid setting %s (%s): must be %s", ch.name, settings.EnvName("SSEGATE_", ch.name), ch.want)
 		}
+	}
+	if err := c.validateRings(); err != nil {
+		return err
 	}
 	if !validFormat(c.ValueFormat) {
 		return fmt.Errorf("invalid setting value-format (SSEGATE_VALUE_FORMAT): must be text, base64 or auto, got %q", c.ValueFormat)

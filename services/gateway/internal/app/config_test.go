@@ -76,6 +76,7 @@ func TestLoadDefaults(t *testing.T) {
 	want.Limits.QuotaTimeout = time.Second
 	want.Limits.QuotaFailure = "open"
 	want.RingBytes = 64 << 20
+	want.RingFloor = 1 << 20
 	want.Heartbeat = 15 * time.Second
 	want.Retry = 3 * time.Second
 	want.WriteTimeout = 10 * time.Second

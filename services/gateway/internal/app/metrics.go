@@ -59,7 +59,10 @@ func newTelemetry(f *feed.Feed, stats map[string]*stream.Stats, replays *replay.
 	replayRecords, err17 := m.Int64ObservableCounter("ssegate.replay.records", metric.WithDescription("Records read by replay reads"))
 	cacheHits, err18 := m.Int64ObservableCounter("ssegate.replay.cache.hits", metric.WithDescription("Replay blocks served from the shared cache or another connection's read instead of Kafka"))
 	parked, err19 := m.Int64ObservableGauge("ssegate.connections.parked", metric.WithDescription("SSE connections served by the writer pool now (part of the open ones)"))
-	for _, err := range []error{err1, err2, err3, err4, err5, err6, err7, err8, err9, err10, err11, err12, err13, err14, err15, err16, err17, err18, err19} {
+	ringMemory, err20 := m.Int64ObservableGauge("ssegate.ring.memory.bytes", metric.WithDescription("Memory held by the topic's ring (frame and key chunks, entries, index): what its capacity bounds"))
+	ringCapacity, err21 := m.Int64ObservableGauge("ssegate.ring.capacity.bytes", metric.WithDescription("Capacity of the topic's ring: ring-bytes, its topic-ring-bytes, or its share of ring-budget"))
+	ringPublished, err22 := m.Int64ObservableCounter("ssegate.ring.published.bytes", metric.WithDescription("Frame bytes published into the topic's ring; a ring-budget is shared by their rate"))
+	for _, err := range []error{err1, err2, err3, err4, err5, err6, err7, err8, err9, err10, err11, err12, err13, err14, err15, err16, err17, err18, err19, err20, err21, err22} {
 		if err != nil {
 			return nil, fmt.Errorf("metric instrument: %w", err)
 		}
@@ -88,7 +91,10 @@ func newTelemetry(f *feed.Feed, stats map[string]*stream.Stats, replays *replay.
 			rs := f.Topic(name).Ring().Stats()
 			o.ObserveInt64(ringBytes, int64(rs.Bytes), ta)
 			o.ObserveInt64(ringFrames, int64(rs.Frames), ta)
-			o.ObserveInt64(evicted, int64(rs.Evicted), ta) //nolint:gosec // a frame count fits in int64
+			o.ObserveInt64(ringMemory, int64(rs.Memory), ta)
+			o.ObserveInt64(ringCapacity, int64(rs.Capacity), ta)
+			o.ObserveInt64(ringPublished, int64(rs.Published), ta) //nolint:gosec // a byte count fits in int64
+			o.ObserveInt64(evicted, int64(rs.Evicted), ta)         //nolint:gosec // a frame count fits in int64
 			f.Topic(name).Ring().Low(func(p int32, off int64) {
 				o.ObserveInt64(ringOldest, off, partitionAttrs(name, p))
 			})
@@ -110,7 +116,7 @@ func newTelemetry(f *feed.Feed, stats map[string]*stream.Stats, replays *replay.
 		o.ObserveInt64(cacheHits, replays.Stats.CacheHits.Load())
 		f.Lag(func(topic string, p int32, l int64) { o.ObserveInt64(lag, l, partitionAttrs(topic, p)) })
 		return nil
-	}, open, parked, frames, written, closed, lag, ringBytes, ringFrames, ringOldest, evicted,
+	}, open, parked, frames, written, closed, lag, ringBytes, ringFrames, ringMemory, ringCapacity, ringPublished, ringOldest, evicted,
 		resumes, resyncs, skipped, replayInUse, replayWaiting, replaySeconds, replayReads, replayRecords, cacheHits)
 	if err != nil {
 		return nil, fmt.Errorf("metric callback: %w", err)

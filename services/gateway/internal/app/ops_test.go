@@ -294,7 +294,13 @@ func TestMetrics(t *testing.T) {
 	if v := metric("ssegate_ring_frames", tl); v != 2 {
 		t.Errorf("ring frames = %v, want 2", v)
 	}
-	metric("ssegate_ring_bytes", tl)
+	fb := metric("ssegate_ring_bytes", tl)
+	if mem, c := metric("ssegate_ring_memory_bytes", tl), metric("ssegate_ring_capacity_bytes", tl); mem < fb || mem > c || c != 64<<20 {
+		t.Errorf("ring memory %v for %v frame bytes, capacity %v: want frame bytes <= memory <= capacity = 64MiB", mem, fb, c)
+	}
+	if v := metric("ssegate_ring_published_bytes_total", tl); v != fb {
+		t.Errorf("ring published bytes %v, want the frame bytes held %v", v, fb)
+	}
 	metric("ssegate_consumer_lag", tl, `partition="0"`)
 	metric("ssegate_ring_oldest_offset", tl, `partition="1"`)
 	metric("ssegate_connections_closed_total", tl, `reason="behind"`)

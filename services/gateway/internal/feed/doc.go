@@ -16,8 +16,12 @@
 // with. A partition enters the vector when it is assigned with records before the start offset (at offset
 // start-1, "everything before this was passed") or when its first record arrives.
 //
+// Each topic has a ring of its own. Its capacity is Config.RingBytes (or the topic's TopicRingBytes), or, with a
+// Config.RingBudget, the topic's share of one budget for the pod: overrides fixed, the other topics by their
+// smoothed traffic, none below Config.RingFloor, never more than the budget in all (ring.Split).
+//
 // Concurrency: Run owns two goroutines, the fetch loop (the only publisher of every ring) and the metadata
-// refresher. A Topic's mutex guards its partition table and position vector; it is taken by the fetch loop
+// refresher, and a third with a ring budget, the balancer, the only one that changes the rings' capacities. A Topic's mutex guards its partition table and position vector; it is taken by the fetch loop
 // once per fetched topic and by the refresher, and is held while publishing into the ring (lock order: Topic.mu
 // before the ring's own lock). Ready, Topic and Lag may be called from any goroutine.
 package feed

@@ -20,8 +20,24 @@ import (
 type Config struct {
 	// Topics are the topics to read. Required.
 	Topics []string
-	// RingBytes bounds each topic's ring, in bytes of frames. Required.
+	// RingBytes is the capacity of each topic's ring (bytes of memory it holds: frames, keys, entries), when
+	// RingBudget is zero; TopicRingBytes overrides it per topic. Required without a budget.
 	RingBytes int
+	// RingBudget, when positive, is one capacity shared by all the topics' rings: the topics in
+	// TopicRingBytes get their own size out of it, and the others share the rest by their traffic (frame bytes
+	// per second, smoothed over RingHalfLife), none below RingFloor, rebalanced every RingRebalance. The
+	// rings' capacities never add up to more than the budget. Zero means no budget.
+	RingBudget int64
+	// RingFloor is the smallest ring of a topic sharing RingBudget. Required with a budget.
+	RingFloor int64
+	// TopicRingBytes are fixed ring capacities of single topics: instead of RingBytes without a budget, out
+	// of RingBudget with one. Default none.
+	TopicRingBytes map[string]int64
+	// RingRebalance is how often a RingBudget is divided again. Zero means 10 seconds.
+	RingRebalance time.Duration
+	// RingHalfLife is how fast the traffic a topic's share follows forgets the past: a topic whose frame bytes
+	// per second change moves half way to its new share within it. Zero means RateHalfLife (a minute).
+	RingHalfLife time.Duration
 	// MetadataInterval is how often the feed looks for new topics and partitions and refreshes end offsets
 	// for the lag metric. Zero means 10 seconds.
 	MetadataInterval time.Duration
@@ -46,6 +62,7 @@ type Feed struct {
 
 	refreshed atomic.Bool // a metadata refresh has succeeded
 	first     bool        // no refresh has succeeded yet; owned by the refresher goroutine
+	balance   *balancer   // nil without a ring budget
 
 	wmMu    sync.Mutex
 	wmCache map[string]cachedWatermarks
@@ -115,21 +132,28 @@ func NewWith(cfg Config, kc Cluster) (*Feed, error) {
 	if len(cfg.Topics) == 0 {
 		return nil, errors.New("feed: no topics")
 	}
-	if cfg.RingBytes <= 0 {
-		return nil, fmt.Errorf("feed: ring bytes must be positive, got %d", cfg.RingBytes)
-	}
 	if cfg.MetadataInterval == 0 {
 		cfg.MetadataInterval = 10 * time.Second
+	}
+	if cfg.RingRebalance == 0 {
+		cfg.RingRebalance = 10 * time.Second
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
 	f := &Feed{cfg: cfg, log: cfg.Logger, kc: kc, topics: make(map[string]*Topic), first: true, wmCache: map[string]cachedWatermarks{}}
 	for _, name := range cfg.Topics {
-		if _, dup := f.topics[name]; dup {
-			continue
+		if !slices.Contains(f.names, name) {
+			f.names = append(f.names, name)
 		}
-		r, err := ring.New(cfg.RingBytes, 0)
+	}
+	slices.Sort(f.names)
+	caps, bal, err := ringCapacities(cfg, f.names)
+	if err != nil {
+		return nil, err
+	}
+	for i, name := range f.names {
+		r, err := ring.New(int(caps[i]), 0)
 		if err != nil {
 			return nil, fmt.Errorf("feed: %w", err)
 		}
@@ -137,9 +161,11 @@ func NewWith(cfg Config, kc Cluster) (*Feed, error) {
 			name: name, ring: r, vf: cfg.ValueFormats[name], refreshed: &f.refreshed, appeared: make(chan struct{}),
 			parts: make(map[int32]*partition), atEnd: map[int32]bool{},
 		}
-		f.names = append(f.names, name)
+		if bal != nil {
+			bal.rings = append(bal.rings, r)
+		}
 	}
-	slices.Sort(f.names)
+	f.balance = bal
 	return f, nil
 }
 
@@ -153,6 +179,9 @@ func (f *Feed) Topics() []string { return f.names }
 func (f *Feed) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { f.refreshLoop(ctx) })
+	if f.balance != nil {
+		wg.Go(func() { f.balance.loop(ctx, f.cfg.RingRebalance) })
+	}
 	f.fetchLoop(ctx)
 	wg.Wait()
 	f.kc.Close()
@@ -184,7 +213,12 @@ func (f *Feed) fetchLoop(ctx context.Context) {
 	}
 }
 
-// publish frames a poll's records of the topic and publishes them in one batch.
+// stageBytes bounds the frames staged for one Publish: a poll is published in parts of about this size. The
+// staging batch keeps the memory of its largest part, per topic, outside the ring's capacity; a whole poll
+// while reading a prefill can be tens of MB.
+const stageBytes = 1 << 20
+
+// publish frames a poll's records of the topic and publishes them, in batches of about stageBytes.
 func (t *Topic) publish(fs []Fetched) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -207,6 +241,12 @@ func (t *Topic) publish(fs []Fetched) {
 			t.pos.Set(rec.Partition, rec.Offset)
 			t.id, _ = t.pos.AppendText(t.id[:0])
 			t.batch.Add(AppendFrame(t.batch.Buf(), t.id, rec, t.vf), rec.Partition, rec.Offset, rec.Key)
+			if t.batch.Bytes() >= stageBytes {
+				// The id is the position after the last staged frame, so a part of a poll is published
+				// like a whole one.
+				t.ring.Publish(&t.batch, t.id)
+				t.batch.Reset()
+			}
 		}
 		if fp.Next > ps.next.Load() {
 			ps.next.Store(fp.Next)

@@ -2,63 +2,108 @@ package ring
 
 import (
 	"fmt"
+	"math/bits"
 	"sort"
 	"sync"
+	"unsafe"
 )
 
 // Default sizes. A chunk is the unit frames are copied into; a frame larger than a chunk gets a chunk of its own.
+// Without a chunk size of its own, a ring uses chunks of a sixteenth of its capacity, from MinChunkSize to
+// DefaultChunkSize, so that a chunk held by its last frames is a small part of what the ring may hold.
 const (
 	DefaultChunkSize = 256 << 10
-	minEntries       = 1024
+	MinChunkSize     = 4 << 10
+	minEntries       = 64
+	minQueue         = 64
+)
+
+// EntryBytes is the memory the ring counts per entry slot of its circular buffer, and IndexBytes per slot of a
+// partition's index: with their power-of-two buffers a frame costs between one and two of each on top of its
+// bytes and its key's.
+const (
+	EntryBytes = int(unsafe.Sizeof(entry{}))
+	IndexBytes = 8
 )
 
 // Ring is a bounded log of SSE frames in publish order, addressed by a sequence number that starts at 0 and
 // grows by one per frame. See the package documentation for how connections use it.
+//
+// A ring is bounded by its capacity in bytes of memory: the chunks its frames and keys are in (whole, from the
+// oldest one a frame is still in to the current one), its entry buffer and its per-partition index. Publish
+// and SetCapacity evict the oldest frames until what the ring holds fits, so memory is freed a chunk at a time.
 type Ring struct {
-	maxBytes  int
-	chunkSize int
+	chunkSize int // fixed chunk size; zero: from the capacity
 
-	mu      sync.RWMutex
-	ents    []entry // circular, len is a power of two; frame seq lives at ents[seq&mask]
-	mask    uint64
-	head    uint64 // seq of the next frame to publish
-	tail    uint64 // seq of the oldest frame held; tail == head when empty
-	bytes   int    // frame bytes held
-	chunk   []byte // current chunk; frames are appended at len(chunk)
-	chunkN  uint64 // number of the current chunk, to tell adjacent frames apart from frames in other chunks
-	kchunk  []byte // current chunk of record keys, kept apart so that frames stay adjacent
-	wake    chan struct{}
-	headID  []byte
-	low     map[int32]int64
-	index   map[int32]*seqQueue // per partition, the sequence numbers of its frames in the ring, ascending
-	evicted uint64              // frames evicted so far
+	mu        sync.RWMutex
+	capacity  int
+	ents      []entry // circular, len is a power of two; frame seq lives at ents[seq&mask]
+	mask      uint64
+	head      uint64 // seq of the next frame to publish
+	tail      uint64 // seq of the oldest frame held; tail == head when empty
+	bytes     int    // frame bytes held
+	chunk     []byte // current chunk; frames are appended at len(chunk)
+	chunkN    uint64 // number of the current chunk, to tell adjacent frames apart from frames in other chunks
+	kchunk    []byte // current chunk of record keys, kept apart so that frames stay adjacent
+	kchunkN   uint64 // number of the current key chunk
+	chunks    chunkQueue
+	kchunks   chunkQueue
+	idxSlots  int // slots of every partition's index buffer
+	wake      chan struct{}
+	headID    []byte
+	low       map[int32]int64
+	index     map[int32]*seqQueue // per partition, the sequence numbers of its frames in the ring, ascending
+	evicted   uint64              // frames evicted so far
+	published uint64              // frame bytes published so far
 }
 
 type entry struct {
 	key        []byte // the record's key, in a key chunk
 	buf        []byte // the whole chunk the frame lives in
 	chunk      uint64
+	kchunk     uint64
 	start, end int
 	partition  int32
 	offset     int64
 }
 
-// New returns an empty ring that holds at most maxBytes of frames (at least the newest frame is always kept).
-// chunkSize is the size of the memory blocks frames are copied into; zero means DefaultChunkSize, and it is
-// capped at maxBytes.
-func New(maxBytes, chunkSize int) (*Ring, error) {
-	if maxBytes <= 0 {
-		return nil, fmt.Errorf("ring: max bytes must be positive, got %d", maxBytes)
+// chunkQueue holds the sizes of the chunks a ring holds, oldest first; the first is number first.
+type chunkQueue struct {
+	sizes []int
+	first uint64
+	total int
+}
+
+// add records chunk number n of size bytes (numbers come in order, one more each time).
+func (q *chunkQueue) add(n uint64, size int) {
+	if len(q.sizes) == 0 {
+		q.first = n
+	}
+	q.sizes = append(q.sizes, size)
+	q.total += size
+}
+
+// release drops the chunks numbered below n.
+func (q *chunkQueue) release(n uint64) {
+	for len(q.sizes) > 0 && q.first < n {
+		q.total -= q.sizes[0]
+		q.sizes = q.sizes[1:]
+		q.first++
+	}
+}
+
+// New returns an empty ring that holds at most capacity bytes of memory (at least the newest frame is always
+// kept, whatever its size). chunkSize is the size of the memory blocks frames are copied into, capped at the
+// capacity; zero means a sixteenth of the capacity, from MinChunkSize to DefaultChunkSize.
+func New(capacity, chunkSize int) (*Ring, error) {
+	if capacity <= 0 {
+		return nil, fmt.Errorf("ring: capacity must be positive, got %d", capacity)
 	}
 	if chunkSize < 0 {
 		return nil, fmt.Errorf("ring: chunk size must not be negative, got %d", chunkSize)
 	}
-	if chunkSize == 0 {
-		chunkSize = DefaultChunkSize
-	}
-	chunkSize = min(chunkSize, maxBytes)
 	return &Ring{
-		maxBytes:  maxBytes,
+		capacity:  capacity,
 		chunkSize: chunkSize,
 		ents:      make([]entry, minEntries),
 		mask:      minEntries - 1,
@@ -78,31 +123,38 @@ func (r *Ring) Publish(b *Batch, id []byte) {
 		r.mu.Unlock()
 		return
 	}
-	if cap(r.chunk)-len(r.chunk) < len(b.buf) {
-		r.chunk = make([]byte, 0, max(r.chunkSize, len(b.buf)))
-		r.chunkN++
-	}
-	base := len(r.chunk)
-	r.chunk = append(r.chunk, b.buf...)
-	whole := r.chunk[:cap(r.chunk)]
-	start := base
-	if cap(r.kchunk)-len(r.kchunk) < len(b.keys) {
-		r.kchunk = make([]byte, 0, max(r.chunkSize/4, len(b.keys)))
-	}
-	kbase := len(r.kchunk)
-	r.kchunk = append(r.kchunk, b.keys...)
-	kstart := kbase
+	// Frames are copied one by one, each into the current chunk when it fits and else into a new one, so that
+	// no chunk is larger than the chunk size or a single frame: a whole fetch in one chunk would be evicted
+	// as one, and could be larger than the ring.
+	chunkSize := r.chunkLen()
+	from, kfrom := 0, 0
 	for _, it := range b.items {
+		frame, key := b.buf[from:it.end], b.keys[kfrom:it.keyEnd]
+		from, kfrom = it.end, it.keyEnd
+		if cap(r.chunk)-len(r.chunk) < len(frame) {
+			r.chunk = make([]byte, 0, max(chunkSize, len(frame)))
+			r.chunkN++
+			r.chunks.add(r.chunkN, cap(r.chunk))
+		}
+		start := len(r.chunk)
+		r.chunk = append(r.chunk, frame...)
+		end := len(r.chunk)
+		if len(key) > 0 && cap(r.kchunk)-len(r.kchunk) < len(key) {
+			r.kchunk = make([]byte, 0, max(chunkSize/4, len(key)))
+			r.kchunkN++
+			r.kchunks.add(r.kchunkN, cap(r.kchunk))
+		}
+		kstart := len(r.kchunk)
+		r.kchunk = append(r.kchunk, key...)
+		kend := len(r.kchunk)
 		if r.head-r.tail == uint64(len(r.ents)) {
 			r.grow()
 		}
-		end, kend := base+it.end, kbase+it.keyEnd
 		r.ents[r.head&r.mask] = entry{
 			key: r.kchunk[kstart:kend:kend],
-			buf: whole, chunk: r.chunkN, start: start, end: end,
+			buf: r.chunk[:cap(r.chunk)], chunk: r.chunkN, kchunk: r.kchunkN, start: start, end: end,
 			partition: it.partition, offset: it.offset,
 		}
-		kstart = kend
 		if _, ok := r.low[it.partition]; !ok {
 			r.low[it.partition] = it.offset
 		}
@@ -111,22 +163,11 @@ func (r *Ring) Publish(b *Batch, id []byte) {
 			q = &seqQueue{}
 			r.index[it.partition] = q
 		}
-		q.push(r.head)
+		r.idxSlots += q.push(r.head)
 		r.head++
 		r.bytes += end - start
-		start = end
-	}
-	for r.bytes > r.maxBytes && r.head-r.tail > 1 {
-		e := &r.ents[r.tail&r.mask]
-		r.bytes -= e.end - e.start
-		if q := r.index[e.partition]; q != nil && q.n > 0 && q.at(0) == r.tail {
-			// Not indexed when the partition was forgotten after this frame was published.
-			q.pop()
-			r.low[e.partition] = max(r.low[e.partition], e.offset+1) // never below a Trim
-		}
-		*e = entry{} // drop the chunk reference
-		r.tail++
-		r.evicted++
+		r.published += uint64(end - start) //nolint:gosec // a frame's length is not negative
+		r.evict()
 	}
 	old := r.wake
 	r.wake = make(chan struct{})
@@ -134,15 +175,162 @@ func (r *Ring) Publish(b *Batch, id []byte) {
 	close(old)
 }
 
+// chunkLen is the size of the next chunk. It needs r.mu held.
+func (r *Ring) chunkLen() int {
+	if r.chunkSize > 0 {
+		return min(r.chunkSize, r.capacity)
+	}
+	return min(max(r.capacity/16, MinChunkSize), DefaultChunkSize, r.capacity)
+}
+
+// memory is what the ring holds: its chunks, its entry buffer, its index. It needs r.mu held.
+func (r *Ring) memory() int {
+	return r.chunks.total + r.kchunks.total + len(r.ents)*EntryBytes + r.idxSlots*IndexBytes
+}
+
+// evict drops the oldest frames until what the ring holds fits its capacity, keeping at least the newest
+// frame. A chunk is released when its last frame goes (the current chunk stays: it is filled next), and the
+// entry buffer halves when a quarter of it is in use. A cursor at an evicted frame gets ErrBehind, as when
+// publishing wraps the ring. It needs r.mu held for writing.
+func (r *Ring) evict() {
+	for r.memory() > r.capacity && r.head-r.tail > 1 {
+		r.dropTail()
+		next := &r.ents[r.tail&r.mask]
+		r.chunks.release(next.chunk)
+		r.kchunks.release(next.kchunk)
+		if n := len(r.ents); n > minEntries && r.head-r.tail <= uint64(n/4) {
+			r.resize(n / 2)
+		}
+	}
+	if r.memory() > r.capacity && r.head-r.tail == 1 {
+		r.compactLast()
+	}
+}
+
+// dropTail evicts the oldest frame, without releasing chunks. It needs r.mu held for writing.
+func (r *Ring) dropTail() {
+	e := &r.ents[r.tail&r.mask]
+	r.bytes -= e.end - e.start
+	if q := r.index[e.partition]; q != nil && q.n > 0 && q.at(0) == r.tail {
+		// Not indexed when the partition was forgotten after this frame was published.
+		r.idxSlots += q.pop()
+		r.low[e.partition] = max(r.low[e.partition], e.offset+1) // never below a Trim
+	}
+	*e = entry{} // drop the chunk reference
+	r.tail++
+	r.evicted++
+}
+
+// rechunk copies the newest frames that fit the capacity into chunks of the size the capacity gives, and
+// evicts the older ones. A ring that shrinks to a fraction of its capacity would otherwise keep the chunks of
+// the larger one, a sixteenth of it each and counted whole, with room for few frames or none. Cursors holding
+// spans of the old chunks keep them. It needs r.mu held for writing.
+func (r *Ring) rechunk() {
+	size := r.chunkLen()
+	// What k frames and their keys may take: the capacity without their entries (a buffer of the power of two
+	// at or above 2k), their index (two slots each, and the smallest buffer per partition) and the unused ends
+	// of chunks (a chunk, a key chunk, and what frames that did not fit left before them).
+	room := func(k int) int {
+		ents := max(minEntries, 1<<bits.Len(uint(2*k-1)))
+		return r.capacity - ents*EntryBytes - (2*k+minQueue*len(r.index))*IndexBytes - 3*size
+	}
+	keep, used := r.head-1, 0
+	for s, k := r.head, 1; s > r.tail; s, k = s-1, k+1 {
+		e := &r.ents[(s-1)&r.mask]
+		if used += e.end - e.start + len(e.key); used > room(k) && k > 1 {
+			break
+		}
+		keep = s - 1
+	}
+	for r.tail < keep {
+		r.dropTail()
+	}
+	r.chunks, r.kchunks, r.chunk, r.kchunk = chunkQueue{}, chunkQueue{}, nil, nil
+	for s := r.tail; s < r.head; s++ {
+		e := &r.ents[s&r.mask]
+		frame, key := e.buf[e.start:e.end], e.key
+		if cap(r.chunk)-len(r.chunk) < len(frame) {
+			r.chunk = make([]byte, 0, max(size, len(frame)))
+			r.chunkN++
+			r.chunks.add(r.chunkN, cap(r.chunk))
+		}
+		start := len(r.chunk)
+		r.chunk = append(r.chunk, frame...)
+		if len(key) > 0 && cap(r.kchunk)-len(r.kchunk) < len(key) {
+			r.kchunk = make([]byte, 0, max(size/4, len(key)))
+			r.kchunkN++
+			r.kchunks.add(r.kchunkN, cap(r.kchunk))
+		}
+		kstart := len(r.kchunk)
+		r.kchunk = append(r.kchunk, key...)
+		e.buf, e.chunk, e.start, e.end = r.chunk[:cap(r.chunk)], r.chunkN, start, len(r.chunk)
+		e.key, e.kchunk = r.kchunk[kstart:len(r.kchunk):len(r.kchunk)], r.kchunkN
+	}
+	if r.kchunk == nil {
+		r.kchunkN++ // a key chunk of none, so that the frames' old key chunks are not taken for it
+		for s := r.tail; s < r.head; s++ {
+			r.ents[s&r.mask].kchunk = r.kchunkN
+		}
+	}
+	if n := max(minEntries, 1<<bits.Len(uint(2*(r.head-r.tail)-1))); n < len(r.ents) {
+		r.resize(n)
+	}
+}
+
+// compactLast copies the one frame left, and its key, into chunks of the size the capacity gives, when the
+// chunks it is in are larger: a ring that shrank from a large capacity (its chunks a sixteenth of that) would
+// otherwise keep a large chunk for its newest frame. Cursors holding spans of the old chunk keep them. It
+// needs r.mu held for writing.
+func (r *Ring) compactLast() {
+	e := &r.ents[r.tail&r.mask]
+	size, ksize := max(r.chunkLen(), e.end-e.start), max(r.chunkLen()/4, len(e.key))
+	if size+ksize >= r.chunks.total+r.kchunks.total {
+		return // a frame larger than the ring: nothing smaller holds it
+	}
+	r.chunk = append(make([]byte, 0, size), e.buf[e.start:e.end]...)
+	r.chunkN++
+	r.chunks.release(r.chunkN)
+	r.chunks.add(r.chunkN, cap(r.chunk))
+	e.buf, e.start, e.end, e.chunk = r.chunk[:cap(r.chunk)], 0, len(r.chunk), r.chunkN
+	r.kchunkN++
+	r.kchunks.release(r.kchunkN)
+	r.kchunk = nil
+	if len(e.key) > 0 {
+		r.kchunk = append(make([]byte, 0, ksize), e.key...)
+		r.kchunks.add(r.kchunkN, cap(r.kchunk))
+	}
+	e.key, e.kchunk = r.kchunk[:len(r.kchunk):len(r.kchunk)], r.kchunkN
+}
+
 // grow doubles the entry buffer. It needs r.mu held for writing.
-func (r *Ring) grow() {
-	n := len(r.ents) * 2
+func (r *Ring) grow() { r.resize(len(r.ents) * 2) }
+
+// resize moves the entries into a buffer of n slots, a power of two that holds them all. It needs r.mu held
+// for writing.
+func (r *Ring) resize(n int) {
 	ents := make([]entry, n)
 	for s := r.tail; s < r.head; s++ {
 		ents[s&uint64(n-1)] = r.ents[s&r.mask]
 	}
 	r.ents = ents
 	r.mask = uint64(n - 1)
+}
+
+// SetCapacity changes how many bytes of memory the ring may hold. A smaller capacity evicts the oldest frames
+// at once, exactly as publishing does when the ring is full: cursors still reading them get ErrBehind and
+// catch up some other way.
+func (r *Ring) SetCapacity(capacity int) {
+	if capacity <= 0 {
+		return
+	}
+	r.mu.Lock()
+	shrinks := capacity < r.capacity
+	r.capacity = capacity
+	if shrinks && r.memory() > capacity && cap(r.chunk) > r.chunkLen() && r.head > r.tail {
+		r.rechunk()
+	}
+	r.evict()
+	r.mu.Unlock()
 }
 
 // SetLow records that the ring holds every record of partition from offset on, when nothing of that partition
@@ -186,7 +374,10 @@ func (r *Ring) Trim(partition int32, offset int64) {
 func (r *Ring) Forget(partition int32) {
 	r.mu.Lock()
 	delete(r.low, partition)
-	delete(r.index, partition)
+	if q := r.index[partition]; q != nil {
+		r.idxSlots -= len(q.buf)
+		delete(r.index, partition)
+	}
 	r.mu.Unlock()
 }
 
@@ -237,18 +428,24 @@ func (r *Ring) Wake() <-chan struct{} {
 
 // Stats is a snapshot of a ring's size.
 type Stats struct {
-	Frames  int    // frames held
-	Bytes   int    // frame bytes held
-	Head    uint64 // sequence number of the next frame
-	Tail    uint64 // sequence number of the oldest frame held
-	Evicted uint64 // frames evicted since the ring was made
+	Frames    int    // frames held
+	Bytes     int    // frame bytes held
+	Memory    int    // bytes of memory held (chunks, entries, index), what the capacity bounds
+	Capacity  int    // the capacity (see SetCapacity)
+	Head      uint64 // sequence number of the next frame
+	Tail      uint64 // sequence number of the oldest frame held
+	Evicted   uint64 // frames evicted since the ring was made
+	Published uint64 // frame bytes published since the ring was made
 }
 
 // Stats returns the ring's current size.
 func (r *Ring) Stats() Stats {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	return Stats{Frames: int(r.head - r.tail), Bytes: r.bytes, Head: r.head, Tail: r.tail, Evicted: r.evicted}
+	return Stats{
+		Frames: int(r.head - r.tail), Bytes: r.bytes, Memory: r.memory(), Capacity: r.capacity,
+		Head: r.head, Tail: r.tail, Evicted: r.evicted, Published: r.published,
+	}
 }
 
 // Low calls fn, outside the ring's lock, with each partition and the oldest offset from which the ring holds
@@ -322,21 +519,37 @@ type seqQueue struct {
 	n    int
 }
 
-func (q *seqQueue) push(s uint64) {
+// push appends s and returns how many slots the buffer grew by.
+func (q *seqQueue) push(s uint64) int {
+	grew := 0
 	if q.n == len(q.buf) {
-		nb := make([]uint64, max(64, 2*len(q.buf)))
-		for i := range q.n {
-			nb[i] = q.at(i)
-		}
-		q.buf, q.head = nb, 0
+		grew = q.resize(max(minQueue, 2*len(q.buf)))
 	}
 	q.buf[(q.head+q.n)&(len(q.buf)-1)] = s
 	q.n++
+	return grew
 }
 
-func (q *seqQueue) pop() {
+// pop drops the oldest element and returns how many slots the buffer grew by (negative: it halved when a
+// quarter of it was in use).
+func (q *seqQueue) pop() int {
 	q.head = (q.head + 1) & (len(q.buf) - 1)
 	q.n--
+	if n := len(q.buf); n > minQueue && q.n <= n/4 {
+		return q.resize(n / 2)
+	}
+	return 0
+}
+
+// resize moves the elements into a buffer of n slots and returns the change in slots.
+func (q *seqQueue) resize(n int) int {
+	nb := make([]uint64, n)
+	for i := range q.n {
+		nb[i] = q.at(i)
+	}
+	d := n - len(q.buf)
+	q.buf, q.head = nb, 0
+	return d
 }
 
 func (q *seqQueue) at(i int) uint64 { return q.buf[(q.head+i)&(len(q.buf)-1)] }

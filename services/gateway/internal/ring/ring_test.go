@@ -100,15 +100,31 @@ func TestReadMaxBytes(t *testing.T) {
 	}
 }
 
+// publishEach publishes each offset in a batch of its own, with the key "k".
+func publishEach(t testing.TB, r *Ring, b *Batch, partition int32, offsets ...int64) {
+	t.Helper()
+	for _, o := range offsets {
+		b.Reset()
+		b.Add(fmt.Appendf(b.Buf(), "p%d-o%d;", partition, o), partition, o, []byte("k"))
+		r.Publish(b, fmt.Appendf(nil, "id-%d-%d", partition, o))
+	}
+}
+
+// fixedMemory is what a ring with chunk size 1 holds besides its chunks (each batch then is a chunk of exactly
+// its frame bytes, and a key chunk of its key bytes): the smallest entry buffer and one index per partition.
+func fixedMemory(partitions int) int {
+	return minEntries*EntryBytes + partitions*minQueue*IndexBytes
+}
+
 func TestEvictionAndLow(t *testing.T) {
-	r, _ := New(30, 0) // 5 frames of 6 bytes
+	r, _ := New(fixedMemory(2)+5*7, 1) // 5 frames of 6 bytes with 1-byte keys
 	var b Batch
 	r.SetLow(0, 1)
 	r.SetLow(1, 0)
-	publish(t, r, &b, 0, 1, 2, 3)
-	publish(t, r, &b, 1, 0, 1, 2, 3)
+	publishEach(t, r, &b, 0, 1, 2, 3)
+	publishEach(t, r, &b, 1, 0, 1, 2, 3)
 	st := r.Stats()
-	if st.Frames != 5 || st.Bytes != 30 || st.Tail != 2 || st.Head != 7 || st.Evicted != 2 {
+	if st.Frames != 5 || st.Bytes != 30 || st.Tail != 2 || st.Head != 7 || st.Evicted != 2 || st.Memory != st.Capacity {
 		t.Fatalf("Stats = %+v", st)
 	}
 	if _, _, _, err := r.Read(1, nil, 100); !errors.Is(err, ErrBehind) {
@@ -125,6 +141,28 @@ func TestEvictionAndLow(t *testing.T) {
 	}
 }
 
+// TestChunksFreedWhole: a chunk counts until its last frame is evicted, so the frames of a chunk leave
+// together; a batch is spread over chunks of the chunk size.
+func TestChunksFreedWhole(t *testing.T) {
+	r, _ := New(fixedMemory(1)+3*18, 18) // three chunks of three 6-byte frames, no keys
+	var b Batch
+	add := func(offsets ...int64) {
+		b.Reset()
+		for _, o := range offsets {
+			b.Add(fmt.Appendf(b.Buf(), "p0-o%d;", o), 0, o, nil)
+		}
+		r.Publish(&b, []byte("id"))
+	}
+	add(1, 2, 3, 4, 5, 6, 7, 8, 9) // one batch, three chunks
+	if st := r.Stats(); st.Tail != 0 || st.Frames != 9 || st.Memory != st.Capacity {
+		t.Fatalf("before the ring is full: %+v", st)
+	}
+	add(10) // a fourth chunk: the first must go, all three of its frames
+	if st := r.Stats(); st.Tail != 3 || st.Frames != 7 || st.Memory > st.Capacity {
+		t.Fatalf("after one more frame: %+v", st)
+	}
+}
+
 func TestNewestFrameAlwaysKept(t *testing.T) {
 	r, _ := New(4, 0)
 	var b Batch
@@ -132,6 +170,96 @@ func TestNewestFrameAlwaysKept(t *testing.T) {
 	got, next := readAll(t, r, 1)
 	if got != "p0-o2;" || next != 2 {
 		t.Fatalf("oversized frame: Read = %q next %d", got, next)
+	}
+}
+
+// TestSetCapacity: a smaller capacity evicts the oldest frames at once, moves the partitions' lows and gives
+// back the entry buffer; a cursor at an evicted frame gets ErrBehind; a larger one keeps more again.
+func TestSetCapacity(t *testing.T) {
+	r, _ := New(1<<20, 1)
+	var b Batch
+	r.SetLow(0, 0)
+	for i := range int64(4000) {
+		publishEach(t, r, &b, 0, i)
+	}
+	if st := r.Stats(); st.Tail != 0 || st.Memory > st.Capacity {
+		t.Fatalf("before: %+v", st)
+	}
+	// Room for 100 frames of 10 bytes with their keys besides the smallest entry buffer. The buffer halves
+	// when a quarter of it is in use, so it is down to its smallest once 32 frames are left: the shrink keeps
+	// between 32 and 100.
+	r.SetCapacity(fixedMemory(1) + 100*10)
+	st := r.Stats()
+	if st.Memory > st.Capacity || st.Frames < 32 || st.Frames > 100 || st.Head != 4000 {
+		t.Fatalf("after shrinking: %+v", st)
+	}
+	if len(r.ents) != minEntries {
+		t.Fatalf("entry buffer of %d slots for %d frames, want %d", len(r.ents), st.Frames, minEntries)
+	}
+	if _, _, _, err := r.Read(st.Tail-1, nil, 100); !errors.Is(err, ErrBehind) {
+		t.Fatalf("Read of an evicted seq after shrinking: %v", err)
+	}
+	lows := map[int32]int64{}
+	r.Low(func(p int32, o int64) { lows[p] = o })
+	if lows[0] != int64(st.Tail) {
+		t.Fatalf("low = %d, want %d (the oldest offset held)", lows[0], st.Tail)
+	}
+	if seq, ok := r.Seek(0, int64(st.Tail)); !ok || seq != st.Tail {
+		t.Fatalf("Seek(oldest held) = %d %v", seq, ok)
+	}
+	if _, ok := r.Seek(0, int64(st.Tail)-1); ok {
+		t.Fatal("Seek of an offset evicted by the shrink succeeded")
+	}
+	r.SetCapacity(1 << 20)
+	publishEach(t, r, &b, 0, 4000, 4001)
+	if st2 := r.Stats(); st2.Tail != st.Tail || st2.Frames != st.Frames+2 {
+		t.Fatalf("after growing again: %+v, before %+v", st2, st)
+	}
+}
+
+// TestMemoryNeverAboveCapacity publishes frames of many sizes in batches of many lengths over three
+// partitions, shrinking and growing the capacity as it goes (by up to 64 times, below the size of the chunks in
+// use, which then hold the newest frame alone and are compacted): what the ring holds never exceeds its
+// capacity, and its count matches a recount of its chunks.
+func TestMemoryNeverAboveCapacity(t *testing.T) {
+	r, _ := New(256<<10, 0)
+	var b Batch
+	caps := []int{256 << 10, 64 << 10, 1 << 20, 100 << 10, 4 << 20, 64 << 10, 300 << 10}
+	for i := range 20000 {
+		if i%1000 == 0 {
+			r.SetCapacity(caps[(i/1000)%len(caps)])
+		}
+		b.Reset()
+		for j := range 1 + i%7 {
+			frame := append(b.Buf(), bytes.Repeat([]byte{'x'}, 10+(i*31+j*17)%900)...)
+			b.Add(frame, int32(j%3), int64(i), bytes.Repeat([]byte{'k'}, i%20))
+		}
+		r.Publish(&b, []byte("id"))
+		st := r.Stats()
+		if st.Memory > st.Capacity {
+			t.Fatalf("publish %d: memory %d above capacity %d with %d frames", i, st.Memory, st.Capacity, st.Frames)
+		}
+		if i%997 == 0 {
+			recount(t, r)
+		}
+	}
+}
+
+// recount checks the ring's count of its chunks and index slots against the entries it holds.
+func recount(t *testing.T, r *Ring) {
+	t.Helper()
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	first := r.ents[r.tail&r.mask]
+	if r.chunks.first != first.chunk || r.chunks.first+uint64(len(r.chunks.sizes))-1 != r.chunkN {
+		t.Fatalf("chunks %d..+%d held, frames in %d..%d", r.chunks.first, len(r.chunks.sizes), first.chunk, r.chunkN)
+	}
+	slots := 0
+	for _, q := range r.index {
+		slots += len(q.buf)
+	}
+	if slots != r.idxSlots {
+		t.Fatalf("index slots %d, counted %d", slots, r.idxSlots)
 	}
 }
 
@@ -234,27 +362,29 @@ func TestNewRejectsBadSizes(t *testing.T) {
 		{name: "negative chunk", max: 10, chunk: -1, wantErr: true},
 		{name: "chunk capped at max", max: 100, chunk: 1000, wantChunkCap: 100},
 		{name: "default chunk", max: 1 << 30, wantChunkCap: DefaultChunkSize},
+		{name: "a sixteenth of the capacity", max: 1 << 20, wantChunkCap: 64 << 10},
+		{name: "at least the smallest chunk", max: 64 << 10, wantChunkCap: MinChunkSize},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, err := New(tc.max, tc.chunk)
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("New(%d, %d) err = %v", tc.max, tc.chunk, err)
 			}
-			if err == nil && r.chunkSize != tc.wantChunkCap {
-				t.Fatalf("chunk size %d, want %d", r.chunkSize, tc.wantChunkCap)
+			if err == nil && r.chunkLen() != tc.wantChunkCap {
+				t.Fatalf("chunk size %d, want %d", r.chunkLen(), tc.wantChunkCap)
 			}
 		})
 	}
 }
 
 func TestSeekAndReadFrames(t *testing.T) {
-	r, _ := New(49, 0) // exactly the 8 frames below
+	r, _ := New(fixedMemory(2)+7*7+8, 1) // exactly the 8 frames below, with their 1-byte keys
 	var b Batch
 	r.SetLow(0, 1)
-	publish(t, r, &b, 0, 1, 2)     // seq 0, 1
-	publish(t, r, &b, 1, 7)        // seq 2
-	publish(t, r, &b, 0, 3, 5)     // seq 3, 4 (offset 4 is a gap: a transaction marker)
-	publish(t, r, &b, 1, 8, 9, 10) // seq 5, 6, 7
+	publishEach(t, r, &b, 0, 1, 2)     // seq 0, 1
+	publishEach(t, r, &b, 1, 7)        // seq 2
+	publishEach(t, r, &b, 0, 3, 5)     // seq 3, 4 (offset 4 is a gap: a transaction marker)
+	publishEach(t, r, &b, 1, 8, 9, 10) // seq 5, 6, 7
 	for _, tc := range []struct {
 		name      string
 		partition int32
@@ -285,7 +415,7 @@ func TestSeekAndReadFrames(t *testing.T) {
 		t.Fatalf("frame = %+v", f)
 	}
 	// Two more frames evict the oldest: partition 0 offsets 1 and 2 leave the ring.
-	publish(t, r, &b, 1, 11, 12)
+	publishEach(t, r, &b, 1, 11, 12)
 	if _, ok := r.Seek(0, 2); ok {
 		t.Fatal("Seek of an evicted offset succeeded")
 	}
@@ -294,5 +424,37 @@ func TestSeekAndReadFrames(t *testing.T) {
 	}
 	if _, _, _, err := r.ReadFrames(1, nil, 100); !errors.Is(err, ErrBehind) {
 		t.Fatalf("ReadFrames of an evicted seq: %v", err)
+	}
+}
+
+// TestShrinkKeepsWhatFits: a ring shrunk to a sixty-fourth of its capacity, below the size of its chunks,
+// copies its newest frames into chunks of the new size and keeps most of what fits, not only its newest frame;
+// cursors reading the old chunks keep their bytes.
+func TestShrinkKeepsWhatFits(t *testing.T) {
+	r, _ := New(16<<20, 0)
+	var b Batch
+	frame := bytes.Repeat([]byte{'x'}, 1000)
+	for i := range int64(15000) {
+		b.Reset()
+		b.Add(append(b.Buf(), frame...), int32(i%2), i/2, []byte("key"))
+		r.Publish(&b, []byte("id"))
+	}
+	old, _, _, _ := r.Read(r.Stats().Head-1, nil, 1<<20)
+	r.SetCapacity(256 << 10)
+	st := r.Stats()
+	if st.Memory > st.Capacity || st.Bytes < st.Capacity/2 {
+		t.Fatalf("after shrinking to 256KiB: %+v, want at least half of it in frames", st)
+	}
+	got, next := readAll(t, r, st.Tail)
+	if next != st.Head || len(got) != st.Bytes || !bytes.Equal(old[0], frame) {
+		t.Fatalf("frames after the shrink: %d bytes up to %d, want %d up to %d", len(got), next, st.Bytes, st.Head)
+	}
+	if seq, ok := r.Seek(1, int64(st.Tail/2)+1); !ok || seq < st.Tail {
+		t.Fatalf("Seek in the kept frames = %d %v (tail %d)", seq, ok, st.Tail)
+	}
+	recount(t, r)
+	publish(t, r, &b, 0, 20000, 20001)
+	if st2 := r.Stats(); st2.Memory > st2.Capacity {
+		t.Fatalf("publishing after the shrink: %+v", st2)
 	}
 }

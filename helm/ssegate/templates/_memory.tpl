@@ -1,0 +1,75 @@
+{{/*
+ssegate.bytes: a byte size as the gateway takes it (65536, 64MiB, 1GiB, 100MB) or a Kubernetes quantity in
+whole units (512Mi, 2Gi), in bytes.
+*/}}
+{{- define "ssegate.bytes" -}}
+{{- $s := toString . | trim -}}
+{{- $n := regexFind "^[0-9]+" $s -}}
+{{- $u := trim (substr (len $n) (len $s) $s) -}}
+{{- $mult := dict "" 1 "B" 1 "KiB" 1024 "MiB" 1048576 "GiB" 1073741824 "Ki" 1024 "Mi" 1048576 "Gi" 1073741824 "KB" 1000 "MB" 1000000 "GB" 1000000000 "k" 1000 "M" 1000000 "G" 1000000000 -}}
+{{- if or (eq $n "") (not (hasKey $mult $u)) -}}
+{{- fail (printf "%q is not a byte size (a whole number, optionally with KiB, MiB, GiB, Ki, Mi or Gi)" $s) -}}
+{{- end -}}
+{{- mul (atoi $n) (get $mult $u) -}}
+{{- end -}}
+
+{{/*
+ssegate.ringMemory: bytes the gateway's rings may hold together: the budget, or each topic's ring size summed.
+*/}}
+{{- define "ssegate.ringMemory" -}}
+{{- $g := .Values.gateway -}}
+{{- if $g.ringBudget -}}
+{{- include "ssegate.bytes" $g.ringBudget -}}
+{{- else -}}
+{{- $sum := 0 -}}
+{{- range uniq $g.topics -}}
+{{- $b := $g.ringBytes -}}
+{{- if hasKey $g.topicRingBytes . -}}{{- $b = get $g.topicRingBytes . -}}{{- end -}}
+{{- $sum = add $sum (include "ssegate.bytes" $b) -}}
+{{- end -}}
+{{- $sum -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+ssegate.memoryLimit: the gateway container's memory limit in bytes: the one in resources, else derived so
+that GOMEMLIMIT (goMemLimitPercent of it) covers the rings, the connections and the base, rounded up to a MiB.
+*/}}
+{{- define "ssegate.memoryLimit" -}}
+{{- $g := .Values.gateway -}}
+{{- $given := dig "limits" "memory" "" (default dict $g.resources) -}}
+{{- if $given -}}
+{{- include "ssegate.bytes" $given -}}
+{{- else -}}
+{{- $m := $g.memory -}}
+{{- $need := add (include "ssegate.ringMemory" .) (mul $m.connections $m.connectionKiB 1024) (mul $m.baseMiB 1048576) -}}
+{{- $limit := div (add (mul $need 100) (sub $m.goMemLimitPercent 1)) $m.goMemLimitPercent -}}
+{{- mul (div (add $limit 1048575) 1048576) 1048576 -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+ssegate.goMemLimit: GOMEMLIMIT of the gateway, in bytes: goMemLimitPercent of its memory limit.
+*/}}
+{{- define "ssegate.goMemLimit" -}}
+{{- div (mul (include "ssegate.memoryLimit" .) .Values.gateway.memory.goMemLimitPercent) 100 -}}
+{{- end -}}
+
+{{/*
+ssegate.gatewayResources: the gateway's resources, with the memory limit derived when none is given, and the
+memory request the limit when none is given.
+*/}}
+{{- define "ssegate.gatewayResources" -}}
+{{- $r := deepCopy (default dict .Values.gateway.resources) -}}
+{{- $limits := default dict $r.limits -}}
+{{- if not $limits.memory -}}
+{{- $_ := set $limits "memory" (printf "%dMi" (div (include "ssegate.memoryLimit" .) 1048576)) -}}
+{{- end -}}
+{{- $_ := set $r "limits" $limits -}}
+{{- $requests := default dict $r.requests -}}
+{{- if not $requests.memory -}}
+{{- $_ := set $requests "memory" $limits.memory -}}
+{{- end -}}
+{{- $_ := set $r "requests" $requests -}}
+{{- toYaml $r -}}
+{{- end -}}

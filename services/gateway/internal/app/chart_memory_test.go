@@ -1,0 +1,164 @@
+package app
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+)
+
+// TestChartMemory: the gateway container's memory limit and GOMEMLIMIT follow from the ring settings, the
+// connections a pod is sized for and the base, as values.yaml and docs/kubernetes.md say; a limit given in
+// resources wins, and GOMEMLIMIT is then a share of it.
+func TestChartMemory(t *testing.T) {
+	const Ki, Mi, Gi = int64(1) << 10, int64(1) << 20, int64(1) << 30
+	// derived is the arithmetic of the chart: GOMEMLIMIT (percent of the limit) covers rings + connections x
+	// KiB + base; the limit is rounded up to a MiB.
+	derived := func(rings, conns, connKiB, baseMiB, pct int64) int64 {
+		need := rings + conns*connKiB*Ki + baseMiB*Mi
+		limit := (need*100 + pct - 1) / pct
+		return (limit + Mi - 1) / Mi * Mi
+	}
+	for _, tc := range []struct {
+		name        string
+		gateway     map[string]any
+		wantLimit   int64
+		wantRequest string
+		wantConfig  []string
+	}{
+		{
+			"defaults: one topic of 64MiB",
+			map[string]any{"topics": []any{"t"}},
+			derived(64*Mi, 10000, 4, 128, 90), "257Mi",
+			[]string{`ring-bytes: "64MiB"`},
+		},
+		{
+			"eight topics without a budget: 8 x ringBytes",
+			map[string]any{"topics": []any{"a", "b", "c", "d", "e", "f", "g", "h"}},
+			derived(8*64*Mi, 10000, 4, 128, 90), "", nil,
+		},
+		{
+			"a topic's own ring size",
+			map[string]any{"topics": []any{"a", "b"}, "ringBytes": "16MiB", "topicRingBytes": map[string]any{"b": "1GiB"}},
+			derived(16*Mi+Gi, 10000, 4, 128, 90), "",
+			[]string{`ring-bytes: "16MiB"`, "topic-ring-bytes:", `b: "1GiB"`},
+		},
+		{
+			"a budget: eight topics cost the budget",
+			map[string]any{"topics": []any{"a", "b", "c", "d", "e", "f", "g", "h"}, "ringBudget": "512MiB"},
+			derived(512*Mi, 10000, 4, 128, 90), "",
+			[]string{`ring-budget: "512MiB"`, `ring-floor: "1MiB"`},
+		},
+		{
+			"a budget of one topic is the same",
+			map[string]any{"topics": []any{"a"}, "ringBudget": "512MiB"},
+			derived(512*Mi, 10000, 4, 128, 90), "", nil,
+		},
+		{
+			"a budget with an override and a floor",
+			map[string]any{"topics": []any{"a", "b"}, "ringBudget": "1GiB", "ringFloor": "8MiB", "topicRingBytes": map[string]any{"a": "256MiB"}},
+			derived(Gi, 10000, 4, 128, 90), "",
+			[]string{`ring-budget: "1GiB"`, `ring-floor: "8MiB"`, `a: "256MiB"`},
+		},
+		{
+			"connections, base and percentage",
+			map[string]any{
+				"topics": []any{"a"}, "ringBudget": "2GiB",
+				"memory": map[string]any{"connections": 100000, "connectionKiB": 3, "baseMiB": 256, "goMemLimitPercent": 80},
+			},
+			derived(2*Gi, 100000, 3, 256, 80), "", nil,
+		},
+		{
+			"a limit given in resources wins",
+			map[string]any{
+				"topics": []any{"a"}, "ringBudget": "512MiB",
+				"resources": map[string]any{"limits": map[string]any{"memory": "2Gi"}},
+			},
+			2 * Gi, "2Gi", nil,
+		},
+		{
+			"a request given stays",
+			map[string]any{
+				"topics":    []any{"a"},
+				"resources": map[string]any{"requests": map[string]any{"memory": "100Mi"}},
+			},
+			derived(64*Mi, 10000, 4, 128, 90), "100Mi", nil,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pct := int64(90)
+			if m, ok := tc.gateway["memory"].(map[string]any); ok {
+				pct = int64(m["goMemLimitPercent"].(int))
+			}
+			out, err := renderChart(t, map[string]any{"kafka": map[string]any{"brokers": []any{"k:9092"}}, "gateway": tc.gateway})
+			if err != nil {
+				t.Fatal(err)
+			}
+			typed, other, _ := objects(t, out)
+			checkChartInvariants(t, map[string]any{"gateway": tc.gateway}, typed, other)
+			c := find[*appsv1.StatefulSet](typed)[0].Spec.Template.Spec.Containers[0]
+			if got := c.Resources.Limits.Memory().Value(); got != tc.wantLimit {
+				t.Errorf("memory limit %d (%s), want %d (%d MiB)", got, c.Resources.Limits.Memory(), tc.wantLimit, tc.wantLimit/Mi)
+			}
+			if tc.wantRequest != "" && c.Resources.Requests.Memory().String() != tc.wantRequest {
+				t.Errorf("memory request %s, want %s", c.Resources.Requests.Memory(), tc.wantRequest)
+			}
+			if c.Resources.Requests.Memory().IsZero() {
+				t.Error("no memory request")
+			}
+			var goMem string
+			for _, e := range c.Env {
+				if e.Name == "GOMEMLIMIT" {
+					goMem = e.Value
+				}
+			}
+			if want := strconv.FormatInt(tc.wantLimit*pct/100, 10); goMem != want {
+				t.Errorf("GOMEMLIMIT %q, want %s (%d%% of %d)", goMem, want, pct, tc.wantLimit)
+			}
+			cm := out["ssegate/templates/gateway-configmap.yaml"]
+			for _, w := range tc.wantConfig {
+				if !strings.Contains(cm, w) {
+					t.Errorf("gateway configuration lacks %q:\n%s", w, cm)
+				}
+			}
+		})
+	}
+}
+
+// TestChartMemoryValueSets: in every value set of the chart's tests, the gateway has a memory request and
+// limit, and GOMEMLIMIT is below the limit.
+func TestChartMemoryValueSets(t *testing.T) {
+	for name, vals := range chartValueSets {
+		out, err := renderChart(t, vals)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		typed, _, _ := objects(t, out)
+		c := find[*appsv1.StatefulSet](typed)[0].Spec.Template.Spec.Containers[0]
+		limit := c.Resources.Limits.Memory().Value()
+		var goMem int64
+		for _, e := range c.Env {
+			if e.Name == "GOMEMLIMIT" {
+				goMem, _ = strconv.ParseInt(e.Value, 10, 64)
+			}
+		}
+		if goMem <= 0 || goMem >= limit || c.Resources.Requests.Memory().IsZero() {
+			t.Errorf("%s: GOMEMLIMIT %d, memory limit %d, request %s: want 0 < GOMEMLIMIT < limit and a request", name, goMem, limit, c.Resources.Requests.Memory())
+		}
+	}
+}
+
+// TestChartMemoryBadSize: a ring size or memory limit the chart cannot read is an error naming it.
+func TestChartMemoryBadSize(t *testing.T) {
+	for _, g := range []map[string]any{
+		{"topics": []any{"a"}, "ringBudget": "lots"},
+		{"topics": []any{"a"}, "ringBytes": "1.5GiB"},
+		{"topics": []any{"a"}, "resources": map[string]any{"limits": map[string]any{"memory": "1.5Gi"}}},
+	} {
+		_, err := renderChart(t, map[string]any{"kafka": map[string]any{"brokers": []any{"k:9092"}}, "gateway": g})
+		if err == nil || !strings.Contains(err.Error(), "is not a byte size") {
+			t.Errorf("%v: %v, want an error saying it is not a byte size", g, err)
+		}
+	}
+}

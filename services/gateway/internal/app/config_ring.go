@@ -1,0 +1,173 @@
+package app
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+
+	"github.com/ssegate/ssegate/pkg/settings"
+	"github.com/ssegate/ssegate/services/gateway/internal/feed"
+)
+
+// minRing is the smallest ring capacity a setting may give a topic.
+const minRing = 64 << 10
+
+// ringSettings are the settings that size the topics' rings: ring-bytes per topic, or one ring-budget for
+// the pod shared by the topics above a ring-floor; topic-ring-bytes gives single topics their own size.
+func ringSettings(c *Config) []settings.Setting {
+	s := func(name, usage string, v flag.Value) settings.Setting {
+		return settings.Setting{Name: name, Envs: []string{settings.EnvName("SSEGATE_", name)}, Usage: usage, Value: v}
+	}
+	return []settings.Setting{
+		s("ring-bytes", "memory of each topic's ring of recent frames (bytes, or with KiB/MiB/GiB); not with ring-budget",
+			settings.Bytes(&c.RingBytes)),
+		s("ring-budget", "memory of all the topics' rings together, shared by their traffic (bytes, or with KiB/MiB/GiB); 0 means none: ring-bytes per topic",
+			settings.Bytes(&c.RingBudget)),
+		s("ring-floor", "with ring-budget, the smallest ring of a topic (bytes, or with KiB/MiB/GiB)",
+			settings.Bytes(&c.RingFloor)),
+		s("topic-ring-bytes", "per-topic ring sizes, comma-separated topic=size pairs (orders=256MiB,audit=1MiB): instead of ring-bytes, or fixed shares of ring-budget",
+			settings.Map(&c.TopicRingBytes)),
+	}
+}
+
+// ringGiven records which ring settings a flag, variable or file gave, so that a setting that does not go
+// with another is refused even when it is given its default value.
+type ringGiven struct {
+	bytes, floor bool
+}
+
+// watch makes the ring-bytes and ring-floor settings of ss record that they were given.
+func (g *ringGiven) watch(ss []settings.Setting) {
+	for i, s := range ss {
+		switch s.Name {
+		case "ring-bytes":
+			ss[i].Value = &givenValue{Value: s.Value, given: &g.bytes}
+		case "ring-floor":
+			ss[i].Value = &givenValue{Value: s.Value, given: &g.floor}
+		}
+	}
+}
+
+// check refuses ring-bytes together with ring-budget, and ring-floor without it.
+func (g *ringGiven) check(c Config) error {
+	if c.RingBudget != 0 && g.bytes {
+		return errors.New("invalid setting ring-budget (SSEGATE_RING_BUDGET): not with ring-bytes (SSEGATE_RING_BYTES): with a budget the rings are sized by their traffic; set one of the two (topic-ring-bytes gives a topic its own size)")
+	}
+	if c.RingBudget == 0 && g.floor {
+		return errors.New("invalid setting ring-floor (SSEGATE_RING_FLOOR): only goes with ring-budget, which is not set")
+	}
+	return nil
+}
+
+// givenValue is a flag.Value that records that it was set.
+type givenValue struct {
+	flag.Value
+	given *bool
+}
+
+func (v *givenValue) String() string {
+	if v == nil || v.Value == nil {
+		return ""
+	}
+	return v.Value.String()
+}
+
+func (v *givenValue) Set(s string) error {
+	if err := v.Value.Set(s); err != nil {
+		return err
+	}
+	*v.given = true
+	return nil
+}
+
+// validateRings checks the ring settings together. Its errors name the settings at fault.
+func (c Config) validateRings() error {
+	const (
+		budgetSetting = "invalid setting ring-budget (SSEGATE_RING_BUDGET)"
+		topicSetting  = "invalid setting topic-ring-bytes (SSEGATE_TOPIC_RING_BYTES)"
+	)
+	if c.RingBytes < minRing {
+		return errors.New("invalid setting ring-bytes (SSEGATE_RING_BYTES): must be at least 64KiB")
+	}
+	if c.RingBudget != 0 && c.RingBudget < minRing {
+		return fmt.Errorf("%s: must be 0 (none: ring-bytes per topic) or at least 64KiB", budgetSetting)
+	}
+	if c.RingFloor < minRing {
+		return errors.New("invalid setting ring-floor (SSEGATE_RING_FLOOR): must be at least 64KiB")
+	}
+	sizes, err := c.topicRingBytes()
+	if err != nil {
+		return fmt.Errorf("%s: %w", topicSetting, err)
+	}
+	if c.RingBudget == 0 {
+		return nil
+	}
+	var fixed int64
+	for _, b := range sizes {
+		fixed += b
+	}
+	if fixed > c.RingBudget {
+		return fmt.Errorf("%s: the topics' own sizes (topic-ring-bytes) add up to %s, more than the budget of %s", budgetSetting, sizeText(fixed), sizeText(c.RingBudget))
+	}
+	shared := int64(len(uniq(c.Topics)) - len(sizes))
+	if need := fixed + shared*c.RingFloor; need > c.RingBudget {
+		return fmt.Errorf("%s: %s is less than %d topics x ring-floor %s plus the topics' own sizes %s = %s; raise the budget or lower ring-floor",
+			budgetSetting, sizeText(c.RingBudget), shared, sizeText(c.RingFloor), sizeText(fixed), sizeText(need))
+	}
+	return nil
+}
+
+// topicRingBytes parses topic-ring-bytes: each topic served, each size at least 64KiB.
+func (c Config) topicRingBytes() (map[string]int64, error) {
+	out := make(map[string]int64, len(c.TopicRingBytes))
+	for _, topic := range slices.Sorted(maps.Keys(c.TopicRingBytes)) {
+		if !slices.Contains(c.Topics, topic) {
+			return nil, fmt.Errorf("%q is not one of the served topics", topic)
+		}
+		var n int64
+		if err := settings.Bytes(&n).Set(c.TopicRingBytes[topic]); err != nil {
+			return nil, fmt.Errorf("topic %s: %w", topic, err)
+		}
+		if n < minRing {
+			return nil, fmt.Errorf("topic %s: must be at least 64KiB, got %q", topic, c.TopicRingBytes[topic])
+		}
+		out[topic] = n
+	}
+	return out, nil
+}
+
+// ringFeed sets the ring sizes of a feed configuration from a validated configuration.
+func (c Config) ringFeed(fc *feed.Config) error {
+	sizes, err := c.topicRingBytes()
+	if err != nil {
+		return err
+	}
+	fc.RingBytes = int(c.RingBytes)
+	fc.RingBudget = c.RingBudget
+	fc.RingFloor = c.RingFloor
+	fc.TopicRingBytes = sizes
+	return nil
+}
+
+// sizeText writes a byte size the way the settings take it, in the largest binary unit that divides it.
+func sizeText(n int64) string {
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n != 0 && n%u.mult == 0 {
+			return strconv.FormatInt(n/u.mult, 10) + u.suffix
+		}
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+// uniq returns the distinct names.
+func uniq(names []string) []string {
+	out := slices.Clone(names)
+	slices.Sort(out)
+	return slices.Compact(out)
+}

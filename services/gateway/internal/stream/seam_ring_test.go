@@ -1,0 +1,151 @@
+package stream
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ssegate/ssegate/services/gateway/internal/feed"
+	"github.com/ssegate/ssegate/services/gateway/internal/memlog"
+)
+
+// TestSeamRingShrinksUnderReader: a stream far behind the head, stuck in a write to a client that does not
+// read, has the frames it still has to send evicted when its ring shrinks (as a ring budget moves memory to
+// another topic). It catches up from Kafka and the client gets every record once, in order: a shrink is the
+// same for streams as the ring wrapping.
+func TestSeamRingShrinksUnderReader(t *testing.T) {
+	for _, writers := range []int{0, 2} {
+		t.Run(fmt.Sprintf("writers=%d", writers), func(t *testing.T) {
+			kc := memlog.New()
+			kc.CreateTopic("t", 3)
+			pad := strings.Repeat("x", 1000)
+			const before, live = 3000, 100
+			for o := range before {
+				for p := range int32(3) {
+					produce(kc, "t", p, fmt.Sprintf("%d-%d-%s", p, o, pad))
+				}
+			}
+			pd := startPod(t, kc, "t", podOpts{writers: writers, feed: func(c *feed.Config) { c.RingBytes = 32 << 20 }})
+			pd.waitReady(t)
+			if n := pd.topic.Ring.Stats().Frames; n != 3*before {
+				t.Fatalf("the ring holds %d frames after the prefill, want %d", n, 3*before)
+			}
+			c := pd.open(t, "", "v1:0-0.1-0.2-0")
+			// The client does not read: its parser fills its channel, then the sockets fill, and the stream
+			// stops in a write thousands of frames behind the head.
+			waitUntil(t, "the client's buffer to fill", func() bool { return len(c.evs) == cap(c.evs) })
+			stuck := pd.stats.Frames.Load()
+			if stuck >= 3*before-1 {
+				t.Fatalf("the stream wrote %d frames: not behind", stuck)
+			}
+			for o := before; o < before+live; o++ {
+				for p := range int32(3) {
+					produce(kc, "t", p, fmt.Sprintf("%d-%d-%s", p, o, pad))
+				}
+			}
+			waitUntil(t, "the live records in the ring", func() bool { return pd.topic.Ring.Stats().Head == 3*(before+live) })
+			pd.topic.Ring.SetCapacity(64 << 10)
+			if st := pd.topic.Ring.Stats(); st.Memory > st.Capacity || st.Tail <= uint64(stuck)+1024 {
+				t.Fatalf("after the shrink: %+v, the stream was at frame %d", st, stuck)
+			}
+			next, last := [3]int{1, 1, 1}, ""
+			for next != [3]int{before + live, before + live, before + live} {
+				ev := c.next(t)
+				var p, o int
+				if _, err := fmt.Sscanf(ev.Data, "%d-%d-", &p, &o); err != nil {
+					t.Fatalf("event %q %.40q: %v", ev.Type, ev.Data, err)
+				}
+				if o != next[p] {
+					t.Fatalf("partition %d: offset %d, want %d (a gap or a duplicate)", p, o, next[p])
+				}
+				next[p]++
+				last = ev.ID
+			}
+			if want := fmt.Sprintf("v1:0-%d.1-%d.2-%d", before+live-1, before+live-1, before+live-1); last != want {
+				t.Fatalf("last id %s, want %s", last, want)
+			}
+			if pd.stats.ResumedFromKafka.Load() == 0 {
+				t.Fatal("the stream did not catch up from Kafka")
+			}
+			select {
+			case ev, ok := <-c.evs:
+				if ok {
+					t.Fatalf("an event after the last record: %+v", ev)
+				}
+			case <-time.After(50 * time.Millisecond):
+			}
+		})
+	}
+}
+
+// TestSeamBudgetMovesUnderReader: with a ring budget shared by two topics, traffic moving to the other topic
+// shrinks the ring of a stream stuck far behind to its floor; the stream catches up from Kafka and its client
+// gets every record once, in order, and the rings never add up to more than the budget.
+func TestSeamBudgetMovesUnderReader(t *testing.T) {
+	for _, writers := range []int{0, 2} {
+		t.Run(fmt.Sprintf("writers=%d", writers), func(t *testing.T) {
+			kc := memlog.New()
+			kc.CreateTopic("t", 1)
+			kc.CreateTopic("u", 1)
+			pad := strings.Repeat("x", 1000)
+			const before, live = 20000, 10
+			for o := range before {
+				produce(kc, "t", 0, fmt.Sprintf("0-%d-%s", o, pad))
+			}
+			const budget, floor = 64 << 20, 256 << 10
+			pd := startPod(t, kc, "t", podOpts{writers: writers, feed: func(c *feed.Config) {
+				c.Topics, c.Prefill = []string{"t", "u"}, before
+				c.RingBudget, c.RingFloor = budget, floor
+				c.RingRebalance, c.RingHalfLife = 20*time.Millisecond, 20*time.Millisecond
+			}})
+			pd.waitReady(t)
+			u := pd.f.Topic("u").Ring()
+			checkBudget := func() {
+				t.Helper()
+				if sum := pd.topic.Ring.Stats().Capacity + u.Stats().Capacity; sum > budget {
+					t.Fatalf("the rings' capacities add up to %d, over the budget %d", sum, budget)
+				}
+			}
+			waitUntil(t, "the prefill in the ring", func() bool { return pd.topic.Ring.Stats().Frames == before })
+			c := pd.open(t, "", "v1:0-0")
+			waitUntil(t, "the client's buffer to fill", func() bool { return len(c.evs) == cap(c.evs) })
+			stuck := pd.stats.Frames.Load()
+			if stuck >= before-1 {
+				t.Fatalf("the stream wrote %d frames: not behind", stuck)
+			}
+			// The traffic moves to u: t's share falls to the floor, and the frames the stream still has to
+			// send leave the ring.
+			for i := 0; pd.topic.Ring.Stats().Capacity > floor; i++ {
+				if i > 2000 {
+					t.Fatalf("t's ring still has %d after the traffic moved to u", pd.topic.Ring.Stats().Capacity)
+				}
+				for range 20 {
+					produce(kc, "u", 0, pad)
+				}
+				checkBudget()
+				time.Sleep(time.Millisecond) // traffic spread over time, for the balancer to measure
+			}
+			if st := pd.topic.Ring.Stats(); st.Tail <= uint64(stuck)+1024 || st.Memory > st.Capacity || st.Frames < 100 {
+				t.Fatalf("t's ring after the shrink: %+v, the stream was at frame %d", st, stuck)
+			}
+			for o := before; o < before+live; o++ {
+				produce(kc, "t", 0, fmt.Sprintf("0-%d-%s", o, pad))
+			}
+			for want := 1; want < before+live; want++ {
+				ev := c.next(t)
+				var p, o int
+				if _, err := fmt.Sscanf(ev.Data, "%d-%d-", &p, &o); err != nil || o != want {
+					t.Fatalf("event %.30q (%v), want offset %d", ev.Data, err, want)
+				}
+				if ev.ID != fmt.Sprintf("v1:0-%d", o) {
+					t.Fatalf("offset %d with id %s", o, ev.ID)
+				}
+			}
+			if pd.stats.ResumedFromKafka.Load() == 0 {
+				t.Fatal("the stream did not catch up from Kafka")
+			}
+			checkBudget()
+		})
+	}
+}
