@@ -223,3 +223,9 @@ func (n *nginx) accessLog() []string {
 	b, _ := os.ReadFile(filepath.Join(n.dir, "access.log"))
 	return strings.Split(strings.TrimSpace(string(b)), "\n")
 }
+
+// refused returns how many times an upstream refused nginx a connection, from its error log.
+func (n *nginx) refused() int {
+	b, _ := os.ReadFile(filepath.Join(n.dir, "error.log"))
+	return strings.Count(string(b), "(111: Connection refused)")
+}

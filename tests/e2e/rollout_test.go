@@ -115,7 +115,7 @@ func TestRollingRestartBehindNginx(t *testing.T) {
 	for round, lateReturn := range []bool{false, true} {
 		for i := len(gws) - 1; i >= 0; i-- { // a StatefulSet replaces its pods from the highest ordinal down
 			g := gws[i]
-			t.Logf("%5.1fs round %d: SIGTERM %s", time.Since(begin).Seconds(), round+1, g.name)
+			t.Logf("%5.1fs round %d: SIGTERM %s (%s)", time.Since(begin).Seconds(), round+1, g.name, time.Now().Format("15:04:05.000"))
 			stopped := time.Now()
 			if err := g.proc.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 				t.Fatalf("SIGTERM %s: %v", g.name, err)
@@ -186,8 +186,8 @@ func TestRollingRestartBehindNginx(t *testing.T) {
 			status[f[1]]++
 		}
 	}
-	t.Logf("%d records; %d of %d clients failed; %d streams (%d ended by the gateway without an event), %d connections that failed; nginx answers by status: %v",
-		total, failed, len(clients), connects, empty, netErrs, status)
+	t.Logf("%d records; %d of %d clients failed; %d streams (%d ended by the gateway without an event), %d connections that failed; nginx answers by status: %v, connections a gateway refused it: %d",
+		total, failed, len(clients), connects, empty, netErrs, status, px.refused())
 }
 
 // checkClient checks that client i dispatched every record of the topic once, in order per partition, each
