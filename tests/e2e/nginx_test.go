@@ -27,7 +27,7 @@ func nginxBinary(t *testing.T) string {
 		bin = "/usr/sbin/nginx"
 	}
 	if _, err := os.Stat(bin); err != nil {
-		msg := "no nginx at " + bin + " (scripts/nginx.sh fetch unpacks Debian's package; make test sets NGINX_BIN)"
+		msg := "no nginx at " + bin + " (scripts/nginx.sh fetch unpacks Debian's package, which make test then passes as NGINX_BIN)"
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("%s: under CI the proxy tests must run", msg)
 		}
