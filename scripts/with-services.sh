@@ -6,7 +6,8 @@
 # A service whose address is already in the environment (KAFKA_BROKERS, REDIS_ADDR) is used as it is and not
 # started. Otherwise the broker and redis-server run with their files under $SSEGATE_STATE (default .run/ in the
 # repository) on free loopback ports (the broker on --kafka-port when given), and CMD sees KAFKA_BROKERS,
-# KAFKA_SASL_BROKERS, KAFKA_TLS_BROKERS, KAFKA_TLS_CA and REDIS_ADDR. The exit status is CMD's.
+# KAFKA_SASL_BROKERS, KAFKA_TLS_BROKERS, KAFKA_TLS_CA and REDIS_ADDR. CMD also sees NGINX_BIN, the nginx that
+# scripts/nginx.sh fetch unpacked into the cache, unless it is set already. The exit status is CMD's.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -57,6 +58,10 @@ if [ $redis = 1 ] && [ -z "${REDIS_ADDR:-}" ]; then
 	out=$("$here/redis.sh" start "$state/redis")
 	while IFS= read -r line; do export "$line"; done <<<"$out"
 	echo "with-services: Redis on $REDIS_ADDR" >&2
+fi
+if [ -z "${NGINX_BIN:-}" ]; then
+	out=$("$here/nginx.sh" path)
+	[ -z "$out" ] || export "${out?}"
 fi
 
 "$@" &
