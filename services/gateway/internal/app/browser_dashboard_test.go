@@ -190,8 +190,10 @@ func TestDashboardFiltersAndStopped(t *testing.T) {
 	cl := kafkatest.Client(t, kgo.DefaultProduceTopic(topic))
 	for i := range 12 {
 		typ := []string{"order.created", "order.paid"}[i%2]
-		kafkatest.Produce(t, cl, &kgo.Record{Key: fmt.Appendf(nil, "o-%d", i%3), Value: fmt.Appendf(nil, `{"seq":%d}`, i),
-			Headers: []kgo.RecordHeader{{Key: "event", Value: []byte(typ)}}})
+		kafkatest.Produce(t, cl, &kgo.Record{
+			Key: fmt.Appendf(nil, "o-%d", i%3), Value: fmt.Appendf(nil, `{"seq":%d}`, i),
+			Headers: []kgo.RecordHeader{{Key: "event", Value: []byte(typ)}},
+		})
 	}
 	// o-1 and order.paid: seq 1, 7 (i%3 == 1 and i odd).
 	page.do(t, map[string]any{"wait": "window.ssegate.events.length >= 2"})
