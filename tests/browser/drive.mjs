@@ -5,7 +5,8 @@
 //
 // Commands: {"fill": [selector, text]}, {"select": [selector, value]}, {"click": selector},
 // {"wait": "<JavaScript expression>"} (until it is true, within "timeout" ms, default 60000),
-// {"eval": "<JavaScript expression>"} (answers {"value": ...}), {"screenshot": path}. Every answer is
+// {"eval": "<JavaScript expression>"} (answers {"value": ...}), {"screenshot": path} (the viewport; with
+// "full": true the whole page). Every answer is
 // {"ok": true, ...} or {"error": "..."}; the first line, once the page has loaded, is {"ok": true}.
 // CHROMIUM names the browser binary (default /usr/bin/chromium).
 import { chromium } from "playwright-core";
@@ -37,7 +38,7 @@ try {
       else if (cmd.select) await page.selectOption(cmd.select[0], cmd.select[1]);
       else if (cmd.click) await page.click(cmd.click);
       else if (cmd.wait) await page.waitForFunction(cmd.wait, null, { timeout: cmd.timeout || 60000, polling: 50 });
-      else if (cmd.screenshot) await page.screenshot({ path: cmd.screenshot, fullPage: true });
+      else if (cmd.screenshot) await page.screenshot({ path: cmd.screenshot, fullPage: Boolean(cmd.full) });
       else if (cmd.eval) {
         answer({ ok: true, value: await page.evaluate(cmd.eval) });
         continue;
