@@ -164,8 +164,9 @@ Configuration:
         level: INFO
 LOG
 	local cluster
+	# A random id; "--cluster-id=" keeps one that starts with "-" from being read as an option.
 	cluster=$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | cut -c1-22)
-	java_cmd -Dkafka.logs.file="$dir/format.log" kafka.tools.StorageTool format -t "$cluster" \
+	java_cmd -Dkafka.logs.file="$dir/format.log" kafka.tools.StorageTool format --cluster-id="$cluster" \
 		-c "$dir/server.properties" >"$dir/format.out" 2>&1 ||
 		{ cat "$dir/format.out" >&2; die "formatting the storage failed"; }
 	# setsid: the broker gets its own process group, so stop can signal all of it and a Ctrl-C in the
