@@ -34,7 +34,7 @@ func BenchmarkColdResume(b *testing.B) {
 	for b.Loop() {
 		pool := NewPool(Config{}, log)
 		start := time.Now()
-		err := pool.Read(context.Background(), topic, ranges, 0, nil, func(*kgo.Record) error { return errFirst })
+		err := pool.Read(context.Background(), topic, 0, ranges, 0, nil, func(*kgo.Record) error { return errFirst })
 		if !errors.Is(err, errFirst) {
 			b.Fatalf("Read: %v", err)
 		}

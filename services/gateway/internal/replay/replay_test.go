@@ -42,7 +42,7 @@ func TestReadInterleavesByTimestamp(t *testing.T) {
 	// Partition 0 holds records 0,3,6,..,57 at offsets 0..19; read offsets 5..9 of it, 0..19 of partition 1,
 	// and nothing of partition 2.
 	var got []string
-	err := pool.Read(ctx, topic, []Range{{Partition: 0, After: 4, Upto: 9}, {Partition: 1, After: -1, Upto: 19}, {Partition: 2, After: 3, Upto: 3}},
+	err := pool.Read(ctx, topic, 0, []Range{{Partition: 0, After: 4, Upto: 9}, {Partition: 1, After: -1, Upto: 19}, {Partition: 2, After: 3, Upto: 3}},
 		0, nil, func(r *kgo.Record) error {
 			got = append(got, string(r.Value))
 			return nil
@@ -79,7 +79,7 @@ func TestReadOutOfRange(t *testing.T) {
 		t.Fatal(err)
 	}
 	pool := NewPool(Config{}, kafkaLog(t))
-	err := pool.Read(ctx, topic, []Range{{Partition: 0, After: 1, Upto: 9}}, 0, nil, func(*kgo.Record) error { return nil })
+	err := pool.Read(ctx, topic, 0, []Range{{Partition: 0, After: 1, Upto: 9}}, 0, nil, func(*kgo.Record) error { return nil })
 	var oor *OutOfRangeError
 	if !errors.As(err, &oor) || oor.Partition != 0 {
 		t.Fatalf("Read below the low watermark: %v, want an OutOfRangeError", err)
@@ -131,7 +131,7 @@ func TestReadPastTransactionMarkers(t *testing.T) {
 	} {
 		var got []string
 		start := time.Now()
-		err := pool.Read(ctx, topic, []Range{{Partition: 0, After: tc.after, Upto: tc.upto}}, 0, nil, func(r *kgo.Record) error {
+		err := pool.Read(ctx, topic, 0, []Range{{Partition: 0, After: tc.after, Upto: tc.upto}}, 0, nil, func(r *kgo.Record) error {
 			got = append(got, string(r.Value))
 			return nil
 		})
@@ -144,7 +144,7 @@ func TestReadPastTransactionMarkers(t *testing.T) {
 		pool.cache.Purge()
 	}
 	// Offset 13 is past the log's end (12): the log never gets there.
-	err := pool.Read(ctx, topic, []Range{{Partition: 0, After: 8, Upto: 13}}, 0, nil, func(*kgo.Record) error { return nil })
+	err := pool.Read(ctx, topic, 0, []Range{{Partition: 0, After: 8, Upto: 13}}, 0, nil, func(*kgo.Record) error { return nil })
 	var idle *IdleError
 	if !errors.As(err, &idle) || idle.Partition != 0 {
 		t.Fatalf("Read of a range whose end never comes: %v, want an IdleError", err)
@@ -207,7 +207,7 @@ func TestReadShared(t *testing.T) {
 	for i := range readers {
 		wg.Go(func() {
 			// Each starts a little later in partition 0 (offsets 0..199 in each partition).
-			err := pool.Read(ctx, topic, []Range{{Partition: 0, After: int64(i) - 1, Upto: 199}, {Partition: 1, After: -1, Upto: 199}},
+			err := pool.Read(ctx, topic, 0, []Range{{Partition: 0, After: int64(i) - 1, Upto: 199}, {Partition: 1, After: -1, Upto: 199}},
 				time.Millisecond, func() error { return nil }, func(*kgo.Record) error { counts[i]++; return nil })
 			if err != nil {
 				t.Error(err)

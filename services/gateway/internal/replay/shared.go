@@ -12,6 +12,7 @@ import (
 
 type blockKey struct {
 	topic     string
+	epoch     uint64 // the topic's incarnation (see Read): a topic created again under its name is another log
 	partition int32
 	index     int64 // the block covers offsets [index*BlockSize, (index+1)*BlockSize)
 }
@@ -36,8 +37,9 @@ type flight struct {
 // from the cache; the others are read from Kafka, each by one reader of the pool at a time (idle is called
 // every interval while the connection waits for one, to keep it alive). It returns *OutOfRangeError when a
 // range starts below the partition's low watermark. An error from fn or idle stops the read and is
-// returned.
-func (p *Pool) Read(ctx context.Context, topic string, ranges []Range, interval time.Duration, idle func() error,
+// returned. epoch names the topic's incarnation the caller follows (the feed's recreation epoch): cached
+// blocks of one incarnation are never served for another, which holds other records at the same offsets.
+func (p *Pool) Read(ctx context.Context, topic string, epoch uint64, ranges []Range, interval time.Duration, idle func() error,
 	fn func(*kgo.Record) error,
 ) error {
 	type cursor struct {
@@ -51,7 +53,7 @@ func (p *Pool) Read(ctx context.Context, topic string, ranges []Range, interval 
 	// of it.
 	nextBlock := func(c *cursor) (blockKey, int64) {
 		idx := c.next / p.cfg.BlockSize
-		return blockKey{topic, c.partition, idx}, min((idx+1)*p.cfg.BlockSize-1, c.upto)
+		return blockKey{topic, epoch, c.partition, idx}, min((idx+1)*p.cfg.BlockSize-1, c.upto)
 	}
 	// head returns the cursor's next record, fetching blocks as needed; nil when the range is done.
 	head := func(c *cursor) (*kgo.Record, error) {

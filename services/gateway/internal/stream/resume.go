@@ -602,7 +602,7 @@ func (c *conn) replay(ctx context.Context, t *Topic, p Params, ranges []replay.R
 		}
 		return c.keepAlive()
 	}
-	err := t.Replay.Read(ctx, t.Name, ranges, p.Heartbeat, idle, func(rec *kgo.Record) error {
+	err := t.Replay.Read(ctx, t.Name, c.epoch, ranges, p.Heartbeat, idle, func(rec *kgo.Record) error {
 		c.pos.Set(rec.Partition, rec.Offset)
 		if len(p.Events) > 0 && !p.Events[recordType(rec)] {
 			return nil

@@ -695,3 +695,38 @@ func TestSeamExplainResume(t *testing.T) {
 		}
 	}
 }
+
+// TestSeamReplayCacheAfterRecreation: blocks the shared replay cache read from a topic are never served for
+// the topic created again under the same name: a resume on the new topic reads the new records from Kafka.
+func TestSeamReplayCacheAfterRecreation(t *testing.T) {
+	kc := memlog.New()
+	kc.CreateTopic("t", 1)
+	pad := strings.Repeat("x", 2000)
+	for i := range 60 {
+		produce(kc, "t", 0, fmt.Sprint("old-", i, pad))
+	}
+	pd := startPod(t, kc, "t", podOpts{feed: func(c *feed.Config) { c.Prefill = 0; c.RingBytes = 64 << 10 }})
+	pd.waitReady(t)
+	// A resume from the start of the old topic fills the cache with its first block.
+	if ev := pd.open(t, "", "v1:0-0").next(t); !strings.HasPrefix(ev.Data, "old-1") {
+		t.Fatalf("resume on the old topic: %.20s", ev.Data)
+	}
+	kc.DeleteTopic("t")
+	kc.CreateTopic("t", 1)
+	waitUntil(t, "the pod to see the new topic", func() bool { return pd.f.Topic("t").Epoch() == 1 })
+	// More than the ring holds, so that a resume near the start has to read Kafka.
+	for i := range 60 {
+		produce(kc, "t", 0, fmt.Sprint("new-", i, pad))
+	}
+	waitUntil(t, "the ring to hold the last new records and no longer the first", func() bool {
+		_, last := pd.topic.Ring.Seek(0, 59)
+		_, first := pd.topic.Ring.Seek(0, 1)
+		return last && !first
+	})
+	c := pd.open(t, "", "v1:0-0")
+	for i := 1; i < 5; i++ {
+		if ev := c.next(t); !strings.HasPrefix(ev.Data, fmt.Sprint("new-", i, "x")) || ev.ID != fmt.Sprint("v1:0-", i) {
+			t.Fatalf("resume on the new topic, offset %d: %.20s (id %s), want new-%d", i, ev.Data, ev.ID, i)
+		}
+	}
+}
