@@ -350,3 +350,40 @@ func TestProbeStream(t *testing.T) {
 		t.Fatalf("probe of the dashboard: %v", err)
 	}
 }
+
+// TestTopicRecreatedWithFewerPartitions: a topic deleted and created again with fewer partitions is served
+// with the new partitions only, on a real broker: the gateway stays ready, an id naming a partition the new
+// topic lacks is invalid, and a new stream's ids name only the partition the new topic has.
+func TestTopicRecreatedWithFewerPartitions(t *testing.T) {
+	topic := kafkatest.NewTopic(t, 3, nil)
+	g := startGateway(t, []string{topic}, nil)
+	g.waitReady(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	adm := kafkatest.Admin(t)
+	if _, err := adm.DeleteTopic(ctx, topic); err != nil {
+		t.Fatal(err)
+	}
+	kafkatest.WaitFor(t, 30*time.Second, "the topic to be created again", func() bool {
+		resp, err := adm.CreateTopic(ctx, 1, 1, nil, topic)
+		return err == nil && resp.Err == nil
+	})
+	time.Sleep(2 * time.Second) // the gateway notices within its metadata interval (200 ms here)
+	g.waitReady(t)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, g.url+"/streams/"+topic+"?lastEventId=v1:2-5", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := sse.NewParser(resp.Body).Next()
+	_ = resp.Body.Close()
+	if err != nil || ev.Type != "resync" || !strings.Contains(ev.Data, `"reason":"invalid-id"`) {
+		t.Fatalf("an id naming a partition the new topic lacks: %+v %v, want an invalid-id resync", ev, err)
+	}
+	c := connect(t, ctx, g.url+"/streams/"+topic)
+	cl := kafkatest.Client(t, kgo.DefaultProduceTopic(topic))
+	kafkatest.Produce(t, cl, &kgo.Record{Value: []byte("new-0")})
+	if ev := c.next(t); ev.Data != "new-0" || ev.ID != "v1:0-0" {
+		t.Fatalf("a new stream on the new topic: %+v, want new-0 with id v1:0-0", ev)
+	}
+}

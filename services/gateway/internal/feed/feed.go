@@ -330,7 +330,7 @@ func (f *Feed) refresh(ctx context.Context) (missing bool, err error) {
 	add, again := map[string]map[int32]int64{}, map[string]map[int32]int64{}
 	for _, name := range present {
 		t := f.topics[name]
-		if ps := t.recreated(md[name].ID); ps != nil {
+		if ps := t.recreated(md[name].ID, md[name].Partitions); ps != nil {
 			f.log.Warn("topic was deleted and created again; reading it from its start", "topic", name)
 			again[name] = ps
 		}
@@ -439,8 +439,10 @@ func (t *Topic) assign(parts []int32, lso, starts map[int32]int64, first bool, p
 // was deleted and created again), every partition starts again from its log start, the ring forgets them,
 // the position vector drops them (the new topic's records enter it as they come), and the generation moves
 // so that every stream re-joins: a stream whose position is past the new topic's end gets an ahead resync
-// instead of skipping the new records as ones it already has. It returns the partitions to read again.
-func (t *Topic) recreated(id [16]byte) map[int32]int64 {
+// instead of skipping the new records as ones it already has. Partitions the new topic does not have (it may
+// have fewer) are dropped: the feed stops reading them and ids naming them become invalid. It returns the
+// partitions to read again.
+func (t *Topic) recreated(id [16]byte, parts []int32) map[int32]int64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.kid == ([16]byte{}) || id == ([16]byte{}) || id == t.kid || len(t.parts) == 0 {
@@ -448,11 +450,16 @@ func (t *Topic) recreated(id [16]byte) map[int32]int64 {
 	}
 	again := map[int32]int64{}
 	for p, ps := range t.parts {
+		t.ring.Forget(p)
+		if !slices.Contains(parts, p) {
+			delete(t.parts, p)
+			delete(t.atEnd, p)
+			continue
+		}
 		again[p] = AtLogStart
 		ps.start, ps.ready, ps.seen, ps.lowSeen = -1, -1, false, 0
 		ps.next.Store(-1)
 		ps.caught.Store(false)
-		t.ring.Forget(p)
 	}
 	t.pos = t.pos.Restrict(nil)
 	t.latest = position.Vector{} // the new topic's records are all new to every stream

@@ -730,3 +730,31 @@ func TestSeamReplayCacheAfterRecreation(t *testing.T) {
 		}
 	}
 }
+
+// TestSeamRecreatedWithFewerPartitions: a topic created again with fewer partitions is served with those
+// only: the pod stays ready, its partitions are the new topic's, a new stream's ids list only them, and an id
+// naming a partition the new topic lacks is invalid rather than followed.
+func TestSeamRecreatedWithFewerPartitions(t *testing.T) {
+	kc := memlog.New()
+	kc.CreateTopic("t", 3)
+	for q := range int32(3) {
+		produce(kc, "t", q, "old")
+	}
+	pd := startPod(t, kc, "t", podOpts{})
+	pd.waitReady(t)
+	kc.DeleteTopic("t")
+	kc.CreateTopic("t", 1)
+	waitUntil(t, "the pod to see the new topic", func() bool { return pd.f.Topic("t").Epoch() == 1 })
+	waitUntil(t, "the pod's partitions to be the new topic's", func() bool {
+		return fmt.Sprint(pd.topic.Partitions()) == "[0]"
+	})
+	pd.waitReady(t)
+	c := pd.open(t, "", "")
+	produce(kc, "t", 0, "new-0")
+	if ev := c.next(t); ev.Data != "new-0" || ev.ID != "v1:0-0" {
+		t.Fatalf("a new stream on the new topic: %+v, want new-0 with id v1:0-0", ev)
+	}
+	if d := resyncData(t, pd.open(t, "", "v1:0-0.2-0").next(t)); d.Reason != ResyncInvalidID {
+		t.Fatalf("an id naming a partition the new topic lacks: %+v, want invalid-id", d)
+	}
+}

@@ -183,18 +183,23 @@ func TestEnsureTopicConfigs(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	rcs, err := adm.DescribeTopicConfigs(ctx, topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc, err := rcs.On(topic, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// A broker answers for a topic's configs a moment after it has created the topic: until then the answer
+	// can be empty, so ask until it is complete.
 	got := map[string]string{}
-	for _, c := range rc.Configs {
-		got[c.Key] = c.MaybeValue()
-	}
+	kafkatest.WaitFor(t, 10*time.Second, "the topic's configs to be described", func() bool {
+		rcs, err := adm.DescribeTopicConfigs(ctx, topic)
+		if err != nil {
+			return false
+		}
+		rc, err := rcs.On(topic, nil)
+		if err != nil {
+			return false
+		}
+		for _, c := range rc.Configs {
+			got[c.Key] = c.MaybeValue()
+		}
+		return got["cleanup.policy"] != ""
+	})
 	for k, want := range TopicConfigs {
 		if got[k] != want {
 			t.Errorf("config %s = %q, want %q", k, got[k], want)
