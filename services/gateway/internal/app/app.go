@@ -86,6 +86,7 @@ func New(cfg Config, log *slog.Logger) (a *App, err error) {
 	}
 	replayLog, err := replay.NewKafkaLog(kopts...)
 	if err != nil {
+		f.Close()
 		return nil, err
 	}
 	a = &App{
@@ -111,9 +112,11 @@ func New(cfg Config, log *slog.Logger) (a *App, err error) {
 		st.ValueFormat = formats[name]
 		a.streamTopics[name] = st
 	}
+	// Every error below returns nil for a, so the release works on this copy.
+	built := a
 	defer func() {
 		if err != nil {
-			a.release()
+			built.release()
 		}
 	}()
 	if a.telemetry, err = newTelemetry(f, a.stats, a.replays); err != nil {
@@ -171,6 +174,7 @@ func listen(addr string) (net.Listener, error) {
 
 // release closes what New opened, when New fails.
 func (a *App) release() {
+	a.feed.Close()
 	a.streams.Close()
 	a.replayLog.Close()
 	for _, ln := range []net.Listener{a.ln, a.adminLn} {

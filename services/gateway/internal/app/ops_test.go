@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"net"
 	"net/http"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -398,4 +401,35 @@ func (g *gateway) neverReady(t *testing.T, d time.Duration, why string) {
 		}
 		<-time.After(100 * time.Millisecond)
 	}
+}
+
+// TestNewReleasesOnError: a gateway that cannot start (its port is taken) closes what New had made, its Kafka
+// clients included: starting it again and again leaves no goroutines behind.
+func TestNewReleasesOnError(t *testing.T) {
+	var lc net.ListenConfig
+	busy, err := lc.Listen(t.Context(), "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = busy.Close() }()
+	cfg := defaults()
+	cfg.Kafka.Brokers = []string{"127.0.0.1:1"} // never contacted: New does not reach Kafka
+	cfg.Topics = []string{"t"}
+	cfg.DemoTopic = "t"
+	cfg.Listen = busy.Addr().String()
+	cfg.AdminListen = "127.0.0.1:0"
+	log := slog.New(slog.DiscardHandler)
+	try := func() {
+		if _, err := New(cfg, log); err == nil || !strings.Contains(err.Error(), "listen") {
+			t.Fatalf("New on a taken port: %v, want a listen error", err)
+		}
+	}
+	try() // the first call starts what stays for the process (the HTTP and metric packages' own)
+	before := runtime.NumGoroutine()
+	for range 10 {
+		try()
+	}
+	kafkatest.WaitFor(t, 5*time.Second, "the goroutines of the failed starts to end", func() bool {
+		return runtime.NumGoroutine() <= before+2
+	})
 }

@@ -63,6 +63,7 @@ type Feed struct {
 	refreshed atomic.Bool // a metadata refresh has succeeded
 	first     bool        // no refresh has succeeded yet; owned by the refresher goroutine
 	balance   *balancer   // nil without a ring budget
+	closeOnce sync.Once   // Close
 
 	wmMu    sync.Mutex
 	wmCache map[string]cachedWatermarks
@@ -184,9 +185,13 @@ func (f *Feed) Run(ctx context.Context) error {
 	}
 	f.fetchLoop(ctx)
 	wg.Wait()
-	f.kc.Close()
+	f.Close()
 	return nil
 }
+
+// Close closes the feed's Kafka client. Run does when it returns; a feed that never runs must be closed.
+// Only the first call does anything.
+func (f *Feed) Close() { f.closeOnce.Do(f.kc.Close) }
 
 func (f *Feed) fetchLoop(ctx context.Context) {
 	var lastErrLog time.Time

@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hashicorp/golang-lru/v2/expirable"
+	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -58,9 +58,30 @@ type Pool struct {
 	// Stats are the pool's counters, read by metrics.
 	Stats Stats
 
-	cache   *expirable.LRU[blockKey, *block]
+	// cache holds recently read blocks for CacheTTL. A plain LRU whose entries carry their time, rather than
+	// an expiring one, which keeps a goroutine of its own that nothing can stop.
+	cache   *lru.Cache[blockKey, cachedBlock]
 	mu      sync.Mutex
 	flights map[blockKey]*flight
+}
+
+// cachedBlock is a block in the cache, with when it was read.
+type cachedBlock struct {
+	b  *block
+	at time.Time
+}
+
+// cached returns the block of key in the cache, if it is there and not older than CacheTTL.
+func (p *Pool) cached(key blockKey) (*block, bool) {
+	c, ok := p.cache.Get(key)
+	if !ok {
+		return nil, false
+	}
+	if time.Since(c.at) >= p.cfg.CacheTTL {
+		p.cache.Remove(key)
+		return nil, false
+	}
+	return c.b, true
 }
 
 // NewPool returns a pool that reads from log.
@@ -80,7 +101,10 @@ func NewPool(cfg Config, log Log) *Pool {
 	if cfg.CacheTTL <= 0 {
 		cfg.CacheTTL = time.Minute
 	}
-	cache := expirable.NewLRU[blockKey, *block](cfg.CacheBlocks, nil, cfg.CacheTTL)
+	cache, err := lru.New[blockKey, cachedBlock](cfg.CacheBlocks)
+	if err != nil {
+		panic("replay: " + err.Error()) // only for a size below 1, set to the default above
+	}
 	return &Pool{
 		cfg: cfg, log: log, slots: make(chan struct{}, cfg.Readers),
 		cache: cache, flights: map[blockKey]*flight{},

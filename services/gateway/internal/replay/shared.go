@@ -132,7 +132,7 @@ func (p *Pool) Read(ctx context.Context, topic string, epoch uint64, ranges []Ra
 func (p *Pool) block(ctx context.Context, key blockKey, from, to int64, interval time.Duration, idle func() error) (*block, error) {
 	covers := func(b *block) bool { return b.from <= from && b.to >= to }
 	for {
-		if b, ok := p.cache.Get(key); ok && covers(b) {
+		if b, ok := p.cached(key); ok && covers(b) {
 			p.Stats.CacheHits.Add(1)
 			return b, nil
 		}
@@ -173,7 +173,7 @@ func (p *Pool) block(ctx context.Context, key blockKey, from, to int64, interval
 func (p *Pool) fly(ctx context.Context, key blockKey, from, to int64, f *flight) {
 	f.b, f.err = p.fetch(ctx, key, from, to)
 	if f.err == nil {
-		p.cache.Add(key, f.b)
+		p.cache.Add(key, cachedBlock{f.b, time.Now()})
 	}
 	p.mu.Lock()
 	delete(p.flights, key)
