@@ -67,6 +67,7 @@ type Feed struct {
 
 	wmMu    sync.Mutex
 	wmCache map[string]cachedWatermarks
+	wmFly   map[string]*wmFlight // the watermark look-ups under way, per topic
 }
 
 // Watermarks are a partition's low and high watermarks: the oldest offset still stored and the offset the
@@ -142,7 +143,7 @@ func NewWith(cfg Config, kc Cluster) (*Feed, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	f := &Feed{cfg: cfg, log: cfg.Logger, kc: kc, topics: make(map[string]*Topic), first: true, wmCache: map[string]cachedWatermarks{}}
+	f := &Feed{cfg: cfg, log: cfg.Logger, kc: kc, topics: make(map[string]*Topic), first: true, wmCache: map[string]cachedWatermarks{}, wmFly: map[string]*wmFlight{}}
 	for _, name := range cfg.Topics {
 		if !slices.Contains(f.names, name) {
 			f.names = append(f.names, name)
@@ -606,12 +607,65 @@ func (t *Topic) Partitions() []int32 {
 // maxAge, so that a reconnect storm asks Kafka once rather than once per connection. Every answer from Kafka
 // also trims the topic's ring to the low watermarks: the ring never serves what Kafka no longer has.
 func (f *Feed) Watermarks(ctx context.Context, topic string, maxAge time.Duration) (map[int32]Watermarks, error) {
-	f.wmMu.Lock()
-	c, ok := f.wmCache[topic]
-	f.wmMu.Unlock()
-	if ok && time.Since(c.at) < maxAge {
-		return c.wm, nil
+	asked := time.Now()
+	for {
+		f.wmMu.Lock()
+		if c, ok := f.wmCache[topic]; ok && asked.Sub(c.at) < maxAge {
+			f.wmMu.Unlock()
+			return c.wm, nil
+		}
+		// One look-up at a time per topic: a reconnect storm that finds the cache stale asks Kafka once. A
+		// look-up that began before this call is joined only when its answer is young enough for maxAge (a
+		// caller asking for a fresh answer, maxAge 0, never takes an older one).
+		fl := f.wmFly[topic]
+		if fl == nil {
+			fl = &wmFlight{began: time.Now(), done: make(chan struct{})}
+			f.wmFly[topic] = fl
+			go f.lookUpWatermarks(context.WithoutCancel(ctx), topic, fl)
+		}
+		// A look-up too old for this caller is waited for, then the cache (or a new look-up) is tried again.
+		tooOld := fl.began.Before(asked) && asked.Sub(fl.began) >= maxAge
+		f.wmMu.Unlock()
+		select {
+		case <-fl.done:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if tooOld {
+			continue
+		}
+		if fl.err != nil {
+			return nil, fl.err
+		}
+		return fl.wm, nil
 	}
+}
+
+// wmFlight is a watermark look-up under way; wm and err are written before done is closed.
+type wmFlight struct {
+	began time.Time
+	done  chan struct{}
+	wm    map[int32]Watermarks
+	err   error
+}
+
+// lookUpWatermarks asks Kafka for topic's watermarks, caches them, trims the ring to the low ones, and lands
+// fl. It runs on its own goroutine, bounded in time, so that no caller's leaving fails the others.
+func (f *Feed) lookUpWatermarks(ctx context.Context, topic string, fl *wmFlight) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	fl.wm, fl.err = f.listWatermarks(ctx, topic)
+	f.wmMu.Lock()
+	if fl.err == nil {
+		f.wmCache[topic] = cachedWatermarks{at: fl.began, wm: fl.wm}
+	}
+	delete(f.wmFly, topic)
+	f.wmMu.Unlock()
+	close(fl.done)
+}
+
+// listWatermarks asks Kafka for topic's low and high watermarks, and trims the ring to the low ones.
+func (f *Feed) listWatermarks(ctx context.Context, topic string) (map[int32]Watermarks, error) {
 	starts, err := f.kc.ListOffsets(ctx, LogStart, topic)
 	if err != nil {
 		return nil, fmt.Errorf("list start offsets of %s: %w", topic, err)
@@ -639,9 +693,6 @@ func (f *Feed) Watermarks(ctx context.Context, topic string, maxAge time.Duratio
 			}
 		}
 	}
-	f.wmMu.Lock()
-	f.wmCache[topic] = cachedWatermarks{at: time.Now(), wm: wm}
-	f.wmMu.Unlock()
 	return wm, nil
 }
 
