@@ -39,6 +39,14 @@ var external = map[string]string{"kube_pod_status_ready": "kube-state-metrics"}
 // its output checked against the ```text expect block after it. Then it checks the metrics of the alerts, the
 // dashboard and the pages' ```promql blocks against what the two services export.
 func TestRunbooks(t *testing.T) {
+	for _, tool := range []string{"bash", "curl", "jq", "kcat"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			if os.Getenv("CI") == "true" {
+				t.Fatalf("the runbooks need %s: %v", tool, err)
+			}
+			t.Skipf("the runbooks need %s: %v", tool, err)
+		}
+	}
 	env := startStack(t)
 	pages, err := filepath.Glob(filepath.Join(root, "docs", "runbooks", "*.md"))
 	if err != nil {
