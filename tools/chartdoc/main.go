@@ -31,6 +31,7 @@ var enums = map[string][]any{
 // openObjects take keys of the user's own beside their defaults (resources, annotations).
 var openObjects = map[string]bool{
 	"gateway.resources": true, "ingest.resources": true, "gateway.ingress.annotations": true,
+	"metrics.grafanaDashboard.labels": true,
 }
 
 // minimums of numeric values.

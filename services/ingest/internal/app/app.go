@@ -125,7 +125,7 @@ func NewWithOptions(cfg Config, log *slog.Logger, o Options) (*App, error) {
 		a.sources = append(a.sources, source.New(spec, opt))
 	}
 	a.held = make([]atomic.Bool, len(a.sources))
-	if a.telemetry, err = newTelemetry(a.sources, a.held); err != nil {
+	if a.telemetry, err = newTelemetry(a.sources, a.held, a.shared); err != nil {
 		a.closeRedis()
 		return nil, err
 	}

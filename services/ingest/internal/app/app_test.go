@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -141,10 +143,19 @@ sources:
 		`ssegate_ingest_reconnects_total{reason="no-content",source="gone"} 1`,
 		`ssegate_ingest_transactions_committed_total{source="ticks"}`,
 		`ssegate_ingest_bytes_total{source="ticks"}`,
+		`ssegate_ingest_source_state{source="ticks",state="streaming"} 1`,
+		`ssegate_ingest_source_state{source="ticks",state="backoff"} 0`,
+		`ssegate_ingest_source_state{source="gone",state="stopped"} 1`,
+		`ssegate_ingest_checkpoint_timestamp_seconds{source="gone"} 0`,
 	} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("/metrics lacks %s", want)
 		}
+	}
+	if m := regexp.MustCompile(`(?m)^ssegate_ingest_checkpoint_timestamp_seconds\{source="ticks"\} (\S+)$`).FindStringSubmatch(metrics); m == nil {
+		t.Errorf("/metrics lacks the checkpoint time of ticks")
+	} else if ts, err := strconv.ParseFloat(m[1], 64); err != nil || time.Since(time.Unix(int64(ts), 0)) > time.Minute {
+		t.Errorf("checkpoint time of ticks %s, want about now (%v)", m[1], err)
 	}
 	stop()
 

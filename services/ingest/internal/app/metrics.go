@@ -26,8 +26,15 @@ type telemetry struct {
 	handler  http.Handler
 }
 
-// held[i] tells whether this replica holds the lease of sources[i] (ssegate_ingest_source_owned).
-func newTelemetry(sources []*source.Source, held []atomic.Bool) (*telemetry, error) {
+// sourceStates are the values of the state label of ssegate_ingest_source_state: the states of GET /sources.
+var sourceStates = []string{
+	source.StateStarting, source.StateConnecting, source.StateStreaming, source.StateBackoff,
+	source.StateTopicMissing, source.StateStopped, StateStandby,
+}
+
+// held[i] tells whether this replica holds the lease of sources[i] (ssegate_ingest_source_owned); shared says
+// that the leases are in Redis, so that a source this replica does not hold is on standby here.
+func newTelemetry(sources []*source.Source, held []atomic.Bool, shared bool) (*telemetry, error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	exp, err := otelprom.New(otelprom.WithRegisterer(reg), otelprom.WithoutScopeInfo())
@@ -77,12 +84,29 @@ func newTelemetry(sources []*source.Source, held []atomic.Bool) (*telemetry, err
 		return nil, fmt.Errorf("metric instrument: %w", err)
 	}
 	insts = append(insts, owned)
+	state, err := m.Int64ObservableGauge("ssegate.ingest.source.state",
+		metric.WithDescription("1 for the source's state on this replica (as GET /sources shows it), 0 for the others"))
+	if err != nil {
+		return nil, fmt.Errorf("metric instrument: %w", err)
+	}
+	insts = append(insts, state)
+	committedAt, err := m.Float64ObservableGauge("ssegate.ingest.checkpoint.timestamp.seconds",
+		metric.WithDescription("When this replica last committed the source's events and checkpoint, in seconds since the Unix epoch; 0 before its first commit"))
+	if err != nil {
+		return nil, fmt.Errorf("metric instrument: %w", err)
+	}
+	insts = append(insts, committedAt)
 
 	reasons := source.Reasons()
 	srcAttrs := make([]metric.MeasurementOption, len(sources))
 	reasonAttrs := make([][]metric.MeasurementOption, len(sources))
+	stateAttrs := make([][]metric.MeasurementOption, len(sources))
 	for i, s := range sources {
 		srcAttrs[i] = metric.WithAttributes(attribute.String("source", s.Name()))
+		for _, st := range sourceStates {
+			stateAttrs[i] = append(stateAttrs[i],
+				metric.WithAttributes(attribute.String("source", s.Name()), attribute.String("state", st)))
+		}
 		for _, r := range reasons {
 			reasonAttrs[i] = append(reasonAttrs[i],
 				metric.WithAttributes(attribute.String("source", s.Name()), attribute.String("reason", r.String())))
@@ -102,6 +126,18 @@ func newTelemetry(sources []*source.Source, held []atomic.Bool) (*telemetry, err
 				v = 1
 			}
 			o.ObserveInt64(owned, v, srcAttrs[i])
+			now := s.Status().State
+			if v == 0 && shared {
+				now = StateStandby
+			}
+			for j, name := range sourceStates {
+				var on int64
+				if name == now {
+					on = 1
+				}
+				o.ObserveInt64(state, on, stateAttrs[i][j])
+			}
+			o.ObserveFloat64(committedAt, float64(st.CommittedAt.Load())/1e9, srcAttrs[i])
 		}
 		return nil
 	}, insts...)

@@ -117,7 +117,10 @@ type Stats struct {
 	DeadLettered atomic.Int64 // dead-letter records committed
 	Commits      atomic.Int64 // transactions committed
 	Aborts       atomic.Int64 // transactions given up (aborted, or outcome unknown)
-	Reconnects   [numReasons]atomic.Int64
+	// CommittedAt is when this process last committed the source's checkpoint, in Unix nanoseconds; zero
+	// before its first commit.
+	CommittedAt atomic.Int64
+	Reconnects  [numReasons]atomic.Int64
 }
 
 // The states a source reports in its Status.
@@ -501,6 +504,7 @@ func (s *Source) batch(ctx context.Context, p *txn.Producer, buf *buffer, commit
 			return err
 		}
 		s.stats.Commits.Add(1)
+		s.stats.CommittedAt.Store(time.Now().UnixNano())
 		s.stats.Records.Add(int64(records))
 		s.stats.DeadLettered.Add(int64(dead))
 		committed, n, records, dead, tick = pendingID, 0, 0, 0, nil
