@@ -131,30 +131,13 @@ func (r *Ring) Publish(b *Batch, id []byte) {
 	for _, it := range b.items {
 		frame, key := b.buf[from:it.end], b.keys[kfrom:it.keyEnd]
 		from, kfrom = it.end, it.keyEnd
-		if cap(r.chunk)-len(r.chunk) < len(frame) {
-			r.chunk = make([]byte, 0, max(chunkSize, len(frame)))
-			r.chunkN++
-			r.chunks.add(r.chunkN, cap(r.chunk))
-		}
-		start := len(r.chunk)
-		r.chunk = append(r.chunk, frame...)
-		end := len(r.chunk)
-		if len(key) > 0 && cap(r.kchunk)-len(r.kchunk) < len(key) {
-			r.kchunk = make([]byte, 0, max(chunkSize/4, len(key)))
-			r.kchunkN++
-			r.kchunks.add(r.kchunkN, cap(r.kchunk))
-		}
-		kstart := len(r.kchunk)
-		r.kchunk = append(r.kchunk, key...)
-		kend := len(r.kchunk)
 		if r.head-r.tail == uint64(len(r.ents)) {
 			r.grow()
 		}
-		r.ents[r.head&r.mask] = entry{
-			key: r.kchunk[kstart:kend:kend],
-			buf: r.chunk[:cap(r.chunk)], chunk: r.chunkN, kchunk: r.kchunkN, start: start, end: end,
-			partition: it.partition, offset: it.offset,
-		}
+		e := &r.ents[r.head&r.mask]
+		*e = entry{partition: it.partition, offset: it.offset}
+		r.copyIn(e, frame, key, chunkSize)
+		start, end := e.start, e.end
 		if _, ok := r.low[it.partition]; !ok {
 			r.low[it.partition] = it.offset
 		}
@@ -248,23 +231,7 @@ func (r *Ring) rechunk() {
 	r.chunks, r.kchunks, r.chunk, r.kchunk = chunkQueue{}, chunkQueue{}, nil, nil
 	for s := r.tail; s < r.head; s++ {
 		e := &r.ents[s&r.mask]
-		frame, key := e.buf[e.start:e.end], e.key
-		if cap(r.chunk)-len(r.chunk) < len(frame) {
-			r.chunk = make([]byte, 0, max(size, len(frame)))
-			r.chunkN++
-			r.chunks.add(r.chunkN, cap(r.chunk))
-		}
-		start := len(r.chunk)
-		r.chunk = append(r.chunk, frame...)
-		if len(key) > 0 && cap(r.kchunk)-len(r.kchunk) < len(key) {
-			r.kchunk = make([]byte, 0, max(size/4, len(key)))
-			r.kchunkN++
-			r.kchunks.add(r.kchunkN, cap(r.kchunk))
-		}
-		kstart := len(r.kchunk)
-		r.kchunk = append(r.kchunk, key...)
-		e.buf, e.chunk, e.start, e.end = r.chunk[:cap(r.chunk)], r.chunkN, start, len(r.chunk)
-		e.key, e.kchunk = r.kchunk[kstart:len(r.kchunk):len(r.kchunk)], r.kchunkN
+		r.copyIn(e, e.buf[e.start:e.end], e.key, size)
 	}
 	if r.kchunk == nil {
 		r.kchunkN++ // a key chunk of none, so that the frames' old key chunks are not taken for it
@@ -275,6 +242,28 @@ func (r *Ring) rechunk() {
 	if n := max(minEntries, 1<<bits.Len(uint(2*(r.head-r.tail)-1))); n < len(r.ents) {
 		r.resize(n)
 	}
+}
+
+// copyIn copies frame and key into the ring's current chunks (a new chunk of size, or of the frame's size
+// when it is larger, once the current one is full; key chunks a quarter of that) and points e at the copies.
+// The caller holds mu.
+func (r *Ring) copyIn(e *entry, frame, key []byte, size int) {
+	if cap(r.chunk)-len(r.chunk) < len(frame) {
+		r.chunk = make([]byte, 0, max(size, len(frame)))
+		r.chunkN++
+		r.chunks.add(r.chunkN, cap(r.chunk))
+	}
+	start := len(r.chunk)
+	r.chunk = append(r.chunk, frame...)
+	if len(key) > 0 && cap(r.kchunk)-len(r.kchunk) < len(key) {
+		r.kchunk = make([]byte, 0, max(size/4, len(key)))
+		r.kchunkN++
+		r.kchunks.add(r.kchunkN, cap(r.kchunk))
+	}
+	kstart := len(r.kchunk)
+	r.kchunk = append(r.kchunk, key...)
+	e.buf, e.chunk, e.start, e.end = r.chunk[:cap(r.chunk)], r.chunkN, start, len(r.chunk)
+	e.key, e.kchunk = r.kchunk[kstart:len(r.kchunk):len(r.kchunk)], r.kchunkN
 }
 
 // compactLast copies the one frame left, and its key, into chunks of the size the capacity gives, when the
