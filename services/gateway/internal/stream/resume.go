@@ -40,6 +40,8 @@ type Topic struct {
 	// ValueFormat is how the topic's values are written into frames read back from Kafka; it must be the
 	// feed's, so that those frames are the bytes the ring's were. The zero value is feed.ValueAuto.
 	ValueFormat feed.ValueFormat
+	// sampled is the last publish whose delivery lag was reported (see conn.sampleDelivery).
+	sampled sampled
 	// Feed is the feed's view of the topic: whether it exists yet, and its partitions' generation. Nil means
 	// the topic exists and its partitions never change.
 	Feed *feed.Topic
@@ -260,7 +262,16 @@ func (c *conn) start(ctx context.Context, t *Topic, p Params) error {
 		}
 		return errDrained
 	}
-	return c.catchUp(ctx, t, p, c0, head, resuming)
+	if !resuming && invalid == nil {
+		return c.catchUp(ctx, t, p, c0, head, false)
+	}
+	var pre []string
+	if invalid != nil {
+		pre = []string{ResyncInvalidID}
+	}
+	return c.traceResume(ctx, false, c.began, pre, func(ctx context.Context) error {
+		return c.catchUp(ctx, t, p, c0, head, resuming)
+	})
 }
 
 // awaitTopic holds the stream of a configured topic that Kafka does not have (yet), or whose existence
@@ -512,6 +523,9 @@ func (c *conn) catchUp(ctx context.Context, t *Topic, p Params, c0 uint64, head 
 					})
 					c.pos = setOrDrop(c.pos, q, top)
 					c.stats.Skipped.Add(top - have)
+					if c.rt != nil {
+						c.rt.skipped += top - have
+					}
 					continue
 				}
 				have = w[q].Low - 1
@@ -533,6 +547,9 @@ func (c *conn) catchUp(ctx context.Context, t *Topic, p Params, c0 uint64, head 
 	}{{ResyncRetention, resyncRetention, retention}, {ResyncAhead, resyncAhead, ahead}} {
 		if len(rs.parts) > 0 {
 			c.stats.Resyncs[rs.idx].Add(1)
+			if c.rt != nil {
+				c.rt.reasons = append(c.rt.reasons, rs.reason)
+			}
 			if err := c.writeResync(ResyncData{Reason: rs.reason, Partitions: rs.parts}); err != nil {
 				return err
 			}
@@ -540,6 +557,9 @@ func (c *conn) catchUp(ctx context.Context, t *Topic, p Params, c0 uint64, head 
 	}
 	if len(ranges) > 0 {
 		c.stats.ResumedFromKafka.Add(1)
+		if c.rt != nil {
+			c.rt.ranges += len(ranges)
+		}
 		if err := c.replay(ctx, t, p, ranges, head, resuming); err != nil {
 			return err
 		}
@@ -613,6 +633,10 @@ func (c *conn) replay(ctx context.Context, t *Topic, p Params, ranges []replay.R
 		top, _ := head.Offset(oor.Partition)
 		c.stats.Resyncs[resyncRetention].Add(1)
 		c.stats.Skipped.Add(top - have)
+		if c.rt != nil {
+			c.rt.reasons = append(c.rt.reasons, ResyncRetention)
+			c.rt.skipped += top - have
+		}
 		c.pos = setOrDrop(c.pos, oor.Partition, top)
 		if err := c.writeResync(ResyncData{Reason: ResyncRetention, Partitions: []ResyncPartition{{
 			Partition: oor.Partition, Requested: have + 1, LowWatermark: w[oor.Partition].Low, ResumesAt: top + 1, Skipped: top - have,
