@@ -40,6 +40,9 @@ type Topic struct {
 	// ValueFormat is how the topic's values are written into frames read back from Kafka; it must be the
 	// feed's, so that those frames are the bytes the ring's were. The zero value is feed.ValueAuto.
 	ValueFormat feed.ValueFormat
+	// Newest returns the ring's head sequence after the latest publish of records and the Unix-millisecond
+	// timestamp of its newest record (feed.Topic.Newest), for the delivery lag. Nil means it is not measured.
+	Newest func() (seq uint64, ts int64)
 	// sampled is the last publish whose delivery lag was reported (see conn.sampleDelivery).
 	sampled sampled
 	// Feed is the feed's view of the topic: whether it exists yet, and its partitions' generation. Nil means
@@ -63,6 +66,7 @@ func NewTopic(f *feed.Feed, name string, rp *replay.Pool, keysAnyPartition bool)
 		Replay:           rp,
 		KeysAnyPartition: keysAnyPartition,
 		Feed:             ft,
+		Newest:           ft.Newest,
 	}
 }
 

@@ -161,10 +161,10 @@ type sampled struct{ seq atomic.Uint64 }
 // stream's cursor to next, is the first to reach it: one measurement per publish per topic, whatever the
 // number of clients, at the cost of two atomic loads per write.
 func (c *conn) sampleDelivery(next uint64) {
-	if c.s.cfg.Observer == nil || c.t.Feed == nil {
+	if c.s.cfg.Observer == nil || c.t.Newest == nil {
 		return
 	}
-	seq, ts := c.t.Feed.Newest()
+	seq, ts := c.t.Newest()
 	if next < seq || ts == 0 {
 		return
 	}
