@@ -3,7 +3,9 @@ package app
 import (
 	"bufio"
 	"context"
+	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -148,4 +150,47 @@ func connectWith(t *testing.T, ctx context.Context, url string, headers map[stri
 		t.Fatalf("GET %s: %d", url, resp.StatusCode)
 	}
 	return &sseClient{resp: resp, p: sse.NewParser(bufio.NewReader(resp.Body))}
+}
+
+// TestOTLPSetting: otlp-endpoint comes from its flag, SSEGATE_OTLP_ENDPOINT or the standard
+// OTEL_EXPORTER_OTLP_ENDPOINT, and a value that is not an http(s) URL is refused naming the setting.
+func TestOTLPSetting(t *testing.T) {
+	base := map[string]string{"KAFKA_BROKERS": "127.0.0.1:9092", "SSEGATE_TOPICS": "t"}
+	cases := []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		want    string
+		wantErr bool
+	}{
+		{"off by default", nil, nil, "", false},
+		{"the standard variable", nil, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318"}, "http://c:4318", false},
+		{"the gateway's own wins", nil, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318", "SSEGATE_OTLP_ENDPOINT": "http://d:4318"}, "http://d:4318", false},
+		{"the flag", []string{"--otlp-endpoint", "https://e/otlp"}, nil, "https://e/otlp", false},
+		{"not a URL", []string{"--otlp-endpoint", "c:4317"}, nil, "", true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			env := map[string]string{}
+			for k, v := range base {
+				env[k] = v
+			}
+			for k, v := range tc.env {
+				env[k] = v
+			}
+			cfg, err := Load(tc.args, func(k string) string { return env[k] }, io.Discard)
+			if tc.wantErr {
+				if err == nil || !strings.Contains(err.Error(), "otlp-endpoint") {
+					t.Fatalf("Load = %v, want an error naming otlp-endpoint", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.OTLPEndpoint != tc.want {
+				t.Errorf("otlp endpoint = %q, want %q", cfg.OTLPEndpoint, tc.want)
+			}
+		})
+	}
 }
