@@ -63,7 +63,7 @@ func TestResource(t *testing.T) {
 	}
 	got := map[attribute.Key]string{}
 	for _, kv := range r.Attributes() {
-		got[kv.Key] = kv.Value.Emit()
+		got[kv.Key] = kv.Value.String()
 	}
 	for k, v := range want {
 		if got[k] != v {
