@@ -2,6 +2,7 @@ package stream
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -46,6 +47,7 @@ const (
 	attrEvents  = attribute.Key("ssegate.stream.events")
 	attrLastID  = attribute.Key("ssegate.stream.last_event_id")
 	attrLiveID  = attribute.Key("ssegate.stream.live_id")
+	attrLeaving = attribute.Key("ssegate.stream.leaving")
 	attrSource  = attribute.Key("ssegate.resume.source")
 	attrReasons = attribute.Key("ssegate.resync.reasons")
 	attrRanges  = attribute.Key("ssegate.replay.partitions")
@@ -91,9 +93,13 @@ func (c *conn) startSpan(ctx context.Context) (context.Context, trace.Span) {
 // ring (or the error).
 func (c *conn) endStartSpan(span trace.Span, err error) {
 	if span.IsRecording() {
-		if err != nil {
+		switch {
+		case errors.Is(err, errDrained):
+			// Told where it is and to come back elsewhere (the server is leaving): no failure.
+			span.SetAttributes(attrLeaving.Bool(true))
+		case err != nil:
 			span.SetStatus(codes.Error, err.Error())
-		} else {
+		default:
 			span.SetAttributes(attrLiveID.String(cutID(string(c.idBuf))))
 		}
 	}
