@@ -12,6 +12,7 @@ import (
 // Go's profiles. The clients' port serves none of them.
 func (a *App) adminRoutes() *gin.Engine {
 	r := newEngine(a.log)
+	r.Use(a.httpAdmin.observe(false))
 	health := func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) }
 	r.GET("/healthz", health)
 	r.HEAD("/healthz", health)

@@ -15,8 +15,10 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ssegate/ssegate/pkg/kafkaconn"
+	tel "github.com/ssegate/ssegate/pkg/telemetry"
 	"github.com/ssegate/ssegate/services/gateway/internal/feed"
 	"github.com/ssegate/ssegate/services/gateway/internal/limit"
 	"github.com/ssegate/ssegate/services/gateway/internal/replay"
@@ -39,6 +41,11 @@ type App struct {
 	// streamTopics are what streams read, per topic: the ring, and Kafka through the feed and replays.
 	streamTopics map[string]*stream.Topic
 	telemetry    *telemetry
+	// tracing exports spans (a no-op provider without otlp-endpoint); httpClients and httpAdmin count each
+	// port's answers.
+	tracing     *tel.Tracing
+	httpClients *httpMetrics
+	httpAdmin   *httpMetrics
 	// limits admit new streams; quota is their Redis store and rdb its client (nil without Redis).
 	limits  *limit.Limiter
 	quota   *limit.Redis
@@ -89,10 +96,18 @@ func New(cfg Config, log *slog.Logger) (a *App, err error) {
 		f.Close()
 		return nil, err
 	}
+	res, tracing, err := newTracing(cfg.OTLPEndpoint)
+	if err != nil {
+		replayLog.Close()
+		return nil, err
+	}
+	tracer := tracing.Provider.Tracer(instrumentation, trace.WithInstrumentationVersion(tel.Version()))
+	obs := &observer{}
 	a = &App{
-		cfg:  cfg,
-		log:  log,
-		feed: f,
+		cfg:     cfg,
+		tracing: tracing,
+		log:     log,
+		feed:    f,
 		streams: stream.NewServer(stream.Config{
 			Retry:        cfg.Retry,
 			WriteTimeout: cfg.WriteTimeout,
@@ -100,10 +115,12 @@ func New(cfg Config, log *slog.Logger) (a *App, err error) {
 			Writers:      cfg.Writers,
 			Linger:       cfg.WriteLinger,
 			Logger:       log,
+			Tracer:       tracer,
+			Observer:     obs,
 		}),
 		stats:        map[string]*stream.Stats{},
 		replayLog:    replayLog,
-		replays:      replay.NewPool(replay.Config{Readers: cfg.ReplayReaders}, replayLog),
+		replays:      replay.NewPool(replay.Config{Readers: cfg.ReplayReaders, Tracer: tracer}, replayLog),
 		streamTopics: map[string]*stream.Topic{},
 	}
 	for _, name := range f.Topics() {
@@ -119,7 +136,13 @@ func New(cfg Config, log *slog.Logger) (a *App, err error) {
 			built.release()
 		}
 	}()
-	if a.telemetry, err = newTelemetry(f, a.stats, a.replays); err != nil {
+	if a.telemetry, err = newTelemetry(res, f, a.stats, a.replays); err != nil {
+		return nil, err
+	}
+	if err = a.telemetry.registerFlow(f, obs); err != nil {
+		return nil, err
+	}
+	if a.httpClients, a.httpAdmin, err = a.telemetry.httpMetrics(); err != nil {
 		return nil, err
 	}
 	a.refused = newRefusals(f.Topics())
@@ -183,6 +206,7 @@ func (a *App) release() {
 		}
 	}
 	a.closeLimits()
+	_ = a.tracing.Shutdown(context.Background())
 }
 
 // closeLimits closes the limiter (which gives back the Redis slots it still holds) and its Redis client.
@@ -268,6 +292,9 @@ func (a *App) Run(ctx context.Context) error {
 	a.replayLog.Close()
 	if terr := a.telemetry.shutdown(sctx); terr != nil && !errors.Is(terr, context.DeadlineExceeded) {
 		a.log.Warn("telemetry shutdown", "err", terr)
+	}
+	if terr := a.tracing.Shutdown(sctx); terr != nil {
+		a.log.Warn("tracing shutdown", "err", terr)
 	}
 	a.log.Info("gateway stopped")
 	return err

@@ -97,6 +97,9 @@ type Config struct {
 	Auth AuthConfig
 	// CORS is which other origins' pages may read the gateway (config_auth.go).
 	CORS CORSConfig
+	// OTLPEndpoint is the OTLP/HTTP collector spans are exported to, as a base URL (http://collector:4318;
+	// spans go to its /v1/traces). Default empty: tracing is off, with no exporter.
+	OTLPEndpoint string
 }
 
 // defaults returns the configuration before any flag, variable or file is applied.
@@ -148,6 +151,7 @@ func settingsOf(c *Config) []settings.Setting {
 		s("log-level", "lowest level logged: debug, info, warn, error", settings.Level(&c.LogLevel)),
 	}
 	own = append(own, ringSettings(c)...)
+	own = append(own, otlpSetting(&c.OTLPEndpoint))
 	own = append(own, limitSettings(&c.Limits)...)
 	own = append(own, authSettings(&c.Auth, &c.CORS)...)
 	return append(own, settings.Kafka(&c.Kafka, "SSEGATE_")...)
@@ -206,6 +210,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("invalid setting admin-listen (SSEGATE_ADMIN_LISTEN): %q is the listen address too; the admin port must be its own", c.AdminListen)
 	}
 	if err := c.Limits.validate(); err != nil {
+		return err
+	}
+	if err := validateOTLP(c.OTLPEndpoint); err != nil {
 		return err
 	}
 	checks := []struct {

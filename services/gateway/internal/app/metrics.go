@@ -13,6 +13,7 @@ import (
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/resource"
 
 	"github.com/ssegate/ssegate/services/gateway/internal/feed"
 	"github.com/ssegate/ssegate/services/gateway/internal/replay"
@@ -30,14 +31,14 @@ type telemetry struct {
 	refused metric.Int64ObservableCounter
 }
 
-func newTelemetry(f *feed.Feed, stats map[string]*stream.Stats, replays *replay.Pool) (*telemetry, error) {
+func newTelemetry(res *resource.Resource, f *feed.Feed, stats map[string]*stream.Stats, replays *replay.Pool) (*telemetry, error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	exp, err := otelprom.New(otelprom.WithRegisterer(reg), otelprom.WithoutScopeInfo())
 	if err != nil {
 		return nil, fmt.Errorf("prometheus exporter: %w", err)
 	}
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp))
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp), sdkmetric.WithResource(res))
 	m := mp.Meter("github.com/ssegate/ssegate/services/gateway")
 
 	open, err1 := m.Int64ObservableGauge("ssegate.connections.open", metric.WithDescription("SSE connections open now"))

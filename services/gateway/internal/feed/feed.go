@@ -101,6 +101,10 @@ type Topic struct {
 	pos    position.Vector
 	batch  ring.Batch
 	id     []byte
+
+	published uint64        // frames published to the ring so far: the ring's head sequence (under mu)
+	newestSeq atomic.Uint64 // the ring's head after the latest publish (see Newest)
+	newestTS  atomic.Int64  // the timestamp of the latest publish's newest record, Unix milliseconds
 }
 
 type partition struct {
@@ -114,6 +118,10 @@ type partition struct {
 	next   atomic.Int64
 	end    atomic.Int64 // latest last-stable offset seen
 	caught atomic.Bool  // a fetch reported a last stable offset at or below next
+	// records counts the records read into the ring; fed is the offset of the last of them plus one (0 until
+	// the first). Both are written by the fetch loop and read by metrics.
+	records atomic.Int64
+	fed     atomic.Int64
 }
 
 // New makes a feed that connects with kafkaOpts (brokers, TLS, SASL). It does not touch the network.
@@ -229,6 +237,7 @@ func (t *Topic) publish(fs []Fetched) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.batch.Reset()
+	var newest int64
 	for _, fp := range fs {
 		ps := t.parts[fp.Partition]
 		if ps == nil || fp.Err != nil {
@@ -247,12 +256,18 @@ func (t *Topic) publish(fs []Fetched) {
 			t.pos.Set(rec.Partition, rec.Offset)
 			t.id, _ = t.pos.AppendText(t.id[:0])
 			t.batch.Add(AppendFrame(t.batch.Buf(), t.id, rec, t.vf), rec.Partition, rec.Offset, rec.Key)
+			if ts := rec.Timestamp.UnixMilli(); ts > newest {
+				newest = ts
+			}
 			if t.batch.Bytes() >= stageBytes {
 				// The id is the position after the last staged frame, so a part of a poll is published
 				// like a whole one.
-				t.ring.Publish(&t.batch, t.id)
-				t.batch.Reset()
+				t.publishBatch(newest)
 			}
+		}
+		if n := len(fp.Records); n > 0 {
+			ps.records.Add(int64(n))
+			ps.fed.Store(fp.Records[n-1].Offset + 1)
 		}
 		if fp.Next > ps.next.Load() {
 			ps.next.Store(fp.Next)
@@ -269,8 +284,29 @@ func (t *Topic) publish(fs []Fetched) {
 		}
 	}
 	if t.batch.Len() > 0 {
-		t.ring.Publish(&t.batch, t.id)
+		t.publishBatch(newest)
 	}
+}
+
+// publishBatch publishes the staged frames, newest being the timestamp of the newest record among them, and
+// empties the batch. The caller holds mu.
+func (t *Topic) publishBatch(newest int64) {
+	// Newest is stored before the frames are published: a stream that sees its sequence has them, or gets
+	// them in this publish.
+	t.published += uint64(t.batch.Len())
+	t.newestTS.Store(newest)
+	t.newestSeq.Store(t.published)
+	t.ring.Publish(&t.batch, t.id)
+	t.batch.Reset()
+}
+
+// Newest returns the ring's head sequence after the latest publish of records and the timestamp of that
+// publish's newest record (Unix milliseconds; 0 before the first publish). A stream whose cursor has reached
+// seq has been sent that record, so the time since ts is how late records reach clients (sampled: see
+// stream.Topic).
+func (t *Topic) Newest() (seq uint64, ts int64) {
+	seq = t.newestSeq.Load()
+	return seq, t.newestTS.Load()
 }
 
 func (f *Feed) refreshLoop(ctx context.Context) {
@@ -587,6 +623,28 @@ func (f *Feed) Lag(fn func(topic string, partition int32, lag int64)) {
 		t.mu.Unlock()
 		for _, x := range lags {
 			fn(name, x.p, x.lag)
+		}
+	}
+}
+
+// Progress calls fn with each partition's count of records read into the ring since the gateway started, and
+// the offset of the last of them (-1 before the first).
+func (f *Feed) Progress(fn func(topic string, partition int32, records, fed int64)) {
+	type pp struct {
+		p            int32
+		records, fed int64
+	}
+	var ps []pp
+	for _, name := range f.names {
+		t := f.topics[name]
+		ps = ps[:0]
+		t.mu.Lock()
+		for p, st := range t.parts {
+			ps = append(ps, pp{p, st.records.Load(), st.fed.Load() - 1})
+		}
+		t.mu.Unlock()
+		for _, x := range ps {
+			fn(name, x.p, x.records, x.fed)
 		}
 	}
 }

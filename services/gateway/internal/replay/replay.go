@@ -9,6 +9,8 @@ import (
 
 	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 )
 
 // Range asks for the records of one partition after offset After (-1: from the partition's start) up to and
@@ -31,6 +33,9 @@ type Config struct {
 	// CacheTTL is how long a block stays cached; it bounds how long a deleted and recreated topic can be
 	// answered from blocks of its former self. Zero means one minute.
 	CacheTTL time.Duration
+	// Tracer starts a span for each block a read needs (partition, offsets, records, whether the cache or
+	// another connection's fetch served it), a child of the reading stream's span. Nil means none.
+	Tracer trace.Tracer
 	// Idle is how long a read waits for a partition's log to move before it fails. A range always ends at or
 	// before an offset the gateway has read past, so a log that does not move means the broker is not
 	// delivering, and ending the range there would hand on a block with records missing. Zero means 5s.
@@ -100,6 +105,9 @@ func NewPool(cfg Config, log Log) *Pool {
 	}
 	if cfg.CacheTTL <= 0 {
 		cfg.CacheTTL = time.Minute
+	}
+	if cfg.Tracer == nil {
+		cfg.Tracer = noop.NewTracerProvider().Tracer("")
 	}
 	cache, err := lru.New[blockKey, cachedBlock](cfg.CacheBlocks)
 	if err != nil {

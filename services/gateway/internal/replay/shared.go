@@ -129,11 +129,15 @@ func (p *Pool) Read(ctx context.Context, topic string, epoch uint64, ranges []Ra
 // connection's fetch of it, or from Kafka. The fetch runs on a goroutine of its own, so that every
 // connection waiting for it, the one that started it too, keeps its client alive (idle every interval)
 // however long the broker takes.
-func (p *Pool) block(ctx context.Context, key blockKey, from, to int64, interval time.Duration, idle func() error) (*block, error) {
+func (p *Pool) block(ctx context.Context, key blockKey, from, to int64, interval time.Duration, idle func() error) (b *block, err error) {
+	ctx, span := p.cfg.Tracer.Start(ctx, spanBlock)
+	served := servedKafka
+	defer func() { endBlockSpan(span, key, from, to, served, b, err) }()
 	covers := func(b *block) bool { return b.from <= from && b.to >= to }
 	for {
 		if b, ok := p.cached(key); ok && covers(b) {
 			p.Stats.CacheHits.Add(1)
+			served = servedCache
 			return b, nil
 		}
 		p.mu.Lock()
@@ -165,6 +169,7 @@ func (p *Pool) block(ctx context.Context, key blockKey, from, to int64, interval
 		if mine && covers(f.b) {
 			return f.b, nil
 		}
+		served = servedShared
 		// Another connection's fetch, or one that did not cover what this one needs: look again.
 	}
 }

@@ -379,6 +379,7 @@ func (w *writer) serve(c *conn, now int64) {
 			return
 		}
 		c.written(&w.sc, now)
+		c.sampleDelivery(next)
 		w.reclaim(c)
 		if n < len(chunk) {
 			w.handOff(c, chunk[n:])

@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"sync/atomic"
 	"testing"
 
 	"github.com/ssegate/ssegate/services/gateway/internal/ring"
@@ -28,10 +29,14 @@ func BenchmarkPoolFanout(b *testing.B) {
 				b.Fatal(err)
 			}
 			rg, _ := ring.New(64<<20, 0)
-			srv := NewServer(Config{Writers: 2, Logger: discardLog})
+			// With the delivery lag measured, as the gateway runs: every write looks whether it reached the
+			// latest publish, and one per publish records it.
+			obs := new(tallyObserver)
+			srv := NewServer(Config{Writers: 2, Logger: discardLog, Observer: obs})
 			defer srv.Close()
 			st := new(Stats)
-			topic := &Topic{Ring: rg}
+			var published atomic.Uint64
+			topic := &Topic{Ring: rg, Newest: func() (uint64, int64) { return published.Load(), 1 }}
 			pipe, _ := net.Pipe() // a net.Conn to close at the end; the bytes go to rc
 			for range subs {
 				cur, _ := rg.Start(nil)
@@ -54,12 +59,14 @@ func BenchmarkPoolFanout(b *testing.B) {
 			for i := 0; b.Loop(); i++ {
 				batch.Reset()
 				batch.Add(append(batch.Buf(), frame...), int32(i%3), int64(i), nil)
+				published.Store(uint64(i + 1))
 				rg.Publish(&batch, id)
 				want += int64(subs)
 				for st.Frames.Load() < want {
 					runtime.Gosched()
 				}
 			}
+			b.ReportMetric(float64(obs.delivered.Load())/float64(b.N), "lag-samples/op")
 		})
 	}
 }

@@ -40,6 +40,11 @@ type Topic struct {
 	// ValueFormat is how the topic's values are written into frames read back from Kafka; it must be the
 	// feed's, so that those frames are the bytes the ring's were. The zero value is feed.ValueAuto.
 	ValueFormat feed.ValueFormat
+	// Newest returns the ring's head sequence after the latest publish of records and the Unix-millisecond
+	// timestamp of its newest record (feed.Topic.Newest), for the delivery lag. Nil means it is not measured.
+	Newest func() (seq uint64, ts int64)
+	// sampled is the last publish whose delivery lag was reported (see conn.sampleDelivery).
+	sampled sampled
 	// Feed is the feed's view of the topic: whether it exists yet, and its partitions' generation. Nil means
 	// the topic exists and its partitions never change.
 	Feed *feed.Topic
@@ -61,6 +66,7 @@ func NewTopic(f *feed.Feed, name string, rp *replay.Pool, keysAnyPartition bool)
 		Replay:           rp,
 		KeysAnyPartition: keysAnyPartition,
 		Feed:             ft,
+		Newest:           ft.Newest,
 	}
 }
 
@@ -149,18 +155,12 @@ type ResyncData struct {
 
 // ResumedData is the JSON data of an "event: resumed" frame (see Params.Explain).
 type ResumedData struct {
-	// Source is where the frames the client missed come from: "ring" (this pod's memory) or "kafka" (a
-	// replay).
+	// Source is where the frames the client missed come from: SourceRing (this pod's memory) or SourceKafka
+	// (a replay).
 	Source string `json:"source"`
 	// From is the id the client resumed from.
 	From string `json:"from"`
 }
-
-// Sources of ResumedData.
-const (
-	SourceRing  = "ring"
-	SourceKafka = "kafka"
-)
 
 // ResyncPartition describes one partition a resync is about.
 type ResyncPartition struct {
@@ -275,7 +275,16 @@ func (c *conn) start(ctx context.Context, t *Topic, p Params) error {
 		}
 		return errDrained
 	}
-	return c.catchUp(ctx, t, p, c0, head, resuming)
+	if !resuming && invalid == nil {
+		return c.catchUp(ctx, t, p, c0, head, false)
+	}
+	var pre []string
+	if invalid != nil {
+		pre = []string{ResyncInvalidID}
+	}
+	return c.traceResume(ctx, false, c.began, pre, func(ctx context.Context) error {
+		return c.catchUp(ctx, t, p, c0, head, resuming)
+	})
 }
 
 // awaitTopic holds the stream of a configured topic that Kafka does not have (yet), or whose existence
@@ -531,6 +540,9 @@ func (c *conn) catchUp(ctx context.Context, t *Topic, p Params, c0 uint64, head 
 					})
 					c.pos = setOrDrop(c.pos, q, top)
 					c.stats.Skipped.Add(top - have)
+					if c.rt != nil {
+						c.rt.skipped += top - have
+					}
 					continue
 				}
 				have = w[q].Low - 1
@@ -552,6 +564,9 @@ func (c *conn) catchUp(ctx context.Context, t *Topic, p Params, c0 uint64, head 
 	}{{ResyncRetention, resyncRetention, retention}, {ResyncAhead, resyncAhead, ahead}} {
 		if len(rs.parts) > 0 {
 			c.stats.Resyncs[rs.idx].Add(1)
+			if c.rt != nil {
+				c.rt.reasons = append(c.rt.reasons, rs.reason)
+			}
 			if err := c.writeResync(ResyncData{Reason: rs.reason, Partitions: rs.parts}); err != nil {
 				return err
 			}
@@ -568,6 +583,9 @@ func (c *conn) catchUp(ctx context.Context, t *Topic, p Params, c0 uint64, head 
 	}
 	if len(ranges) > 0 {
 		c.stats.ResumedFromKafka.Add(1)
+		if c.rt != nil {
+			c.rt.ranges += len(ranges)
+		}
 		if err := c.replay(ctx, t, p, ranges, head, resuming); err != nil {
 			return err
 		}
@@ -641,6 +659,10 @@ func (c *conn) replay(ctx context.Context, t *Topic, p Params, ranges []replay.R
 		top, _ := head.Offset(oor.Partition)
 		c.stats.Resyncs[resyncRetention].Add(1)
 		c.stats.Skipped.Add(top - have)
+		if c.rt != nil {
+			c.rt.reasons = append(c.rt.reasons, ResyncRetention)
+			c.rt.skipped += top - have
+		}
 		c.pos = setOrDrop(c.pos, oor.Partition, top)
 		if err := c.writeResync(ResyncData{Reason: ResyncRetention, Partitions: []ResyncPartition{{
 			Partition: oor.Partition, Requested: have + 1, LowWatermark: w[oor.Partition].Low, ResumesAt: top + 1, Skipped: top - have,

@@ -14,6 +14,9 @@ import (
 	"syscall"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
 	"github.com/ssegate/ssegate/pkg/position"
 	"github.com/ssegate/ssegate/pkg/sse"
 	"github.com/ssegate/ssegate/services/gateway/internal/ring"
@@ -39,6 +42,11 @@ type Config struct {
 	Linger time.Duration
 	// Logger receives connection logs. Nil means slog.Default().
 	Logger *slog.Logger
+	// Tracer starts the spans of stream starts and resumes, children of the trace context in the request's
+	// context (a traceparent the caller extracted). Nil means a no-op tracer: no spans.
+	Tracer trace.Tracer
+	// Observer receives resume latencies and sampled delivery lags (see Observer). Nil means none.
+	Observer Observer
 }
 
 // Indexes of Stats.Resyncs.
@@ -76,6 +84,7 @@ type Server struct {
 	draining  chan struct{}
 	leaving   atomic.Bool // see Leave
 	pool      *pool       // nil when Writers is zero
+	tracer    trace.Tracer
 }
 
 // NewServer returns a Server with cfg's zero fields set to their defaults. With a writer pool, Close stops it.
@@ -92,7 +101,10 @@ func NewServer(cfg Config) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, draining: make(chan struct{})}
+	s := &Server{cfg: cfg, log: cfg.Logger, draining: make(chan struct{}), tracer: cfg.Tracer}
+	if s.tracer == nil {
+		s.tracer = noop.NewTracerProvider().Tracer("")
+	}
 	if cfg.Writers > 0 {
 		s.pool = newPool(s, cfg.Writers, cfg.Linger)
 	}
@@ -143,7 +155,10 @@ func (s *Server) Serve(w http.ResponseWriter, r *http.Request, t *Topic, p Param
 	h.Set("X-Accel-Buffering", "no")
 
 	stats.Open.Add(1)
-	c := &conn{s: s, t: t, p: p, stats: stats, draining: s.draining, remote: r.RemoteAddr}
+	c := &conn{
+		s: s, t: t, p: p, stats: stats, draining: s.draining, remote: r.RemoteAddr,
+		parent: trace.SpanContextFromContext(r.Context()),
+	}
 	c.setExpiry(monoNow(), time.Now())
 	if s.pool != nil && r.ProtoMajor == 1 && r.ProtoMinor >= 1 && r.TLS == nil {
 		if nc, _, err := http.NewResponseController(w).Hijack(); err == nil {
@@ -169,6 +184,9 @@ type conn struct {
 	out    sink
 	stats  *Stats
 	remote string
+	parent trace.SpanContext // the request's trace context: the parent of the stream's spans
+	rt     *resumeTrace      // what the resume under way found, for its span; nil when none is traced
+	began  int64             // when the stream started (monoNow)
 	frames int64
 	pulled int64 // frames of the fast path read by pull and not yet written
 
@@ -237,13 +255,17 @@ func (c *conn) end(reason CloseReason) {
 
 // run starts the stream and serves it.
 func (c *conn) run(ctx context.Context) CloseReason {
-	c.wroteAt(monoNow())
+	c.began = monoNow()
+	c.wroteAt(c.began)
 	retry := c.s.cfg.Retry
 	if c.leaving = c.s.leaving.Load(); c.leaving {
 		retry = leavingRetry + jitter(2*leavingRetry)
 	}
 	c.buf = sse.AppendRetry(c.buf, retry.Milliseconds())
-	if err := c.start(ctx, c.t, c.p); err != nil {
+	sctx, span := c.startSpan(ctx)
+	err := c.start(sctx, c.t, c.p)
+	c.endStartSpan(span, err)
+	if err != nil {
 		return c.failure(ctx, err)
 	}
 	return c.loop(ctx)
@@ -339,6 +361,7 @@ func (c *conn) loop(ctx context.Context) CloseReason {
 				return writeReason(err)
 			}
 			c.written(&sc, monoNow())
+			c.sampleDelivery(next)
 		}
 		if next != c.cursor {
 			c.cursor = next
@@ -405,7 +428,9 @@ func (c *conn) rejoin(ctx context.Context) error {
 		}
 	}
 	c0, head := c.join(c.t)
-	return c.catchUp(ctx, c.t, c.p, c0, head, true)
+	return c.traceResume(ctx, true, monoNow(), nil, func(ctx context.Context) error {
+		return c.catchUp(ctx, c.t, c.p, c0, head, true)
+	})
 }
 
 // lastFrame returns the last frame in span, a run of whole frames. Frames end with a blank line and no frame

@@ -14,11 +14,14 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gin-gonic/gin"
 	"github.com/redis/go-redis/v9"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ssegate/ssegate/pkg/kafkaconn"
+	tel "github.com/ssegate/ssegate/pkg/telemetry"
 	"github.com/ssegate/ssegate/services/ingest/internal/lease"
 	"github.com/ssegate/ssegate/services/ingest/internal/source"
 	"github.com/ssegate/ssegate/services/ingest/internal/txn"
@@ -38,10 +41,13 @@ type App struct {
 	shared    bool          // leases are in Redis, shared with other replicas
 	rdb       *redis.Client // nil without Redis
 	telemetry *telemetry
-	ln        net.Listener
-	srv       *http.Server
-	ready     atomic.Bool
-	draining  atomic.Bool
+	// tracing exports spans (a no-op provider without otlp-endpoint); observeHTTP counts HTTP answers.
+	tracing     *tel.Tracing
+	observeHTTP gin.HandlerFunc
+	ln          net.Listener
+	srv         *http.Server
+	ready       atomic.Bool
+	draining    atomic.Bool
 }
 
 // Options are hooks for tests. The zero value is what New uses.
@@ -100,7 +106,20 @@ func NewWithOptions(cfg Config, log *slog.Logger, o Options) (*App, error) {
 		names[i] = spec.Name
 	}
 	a.store = txn.NewStore(kopts, cfg.CheckpointTopic, names, log.With("component", "checkpoints"))
+	res, err := tel.Resource(tel.Ingest)
+	if err != nil {
+		a.closeRedis()
+		return nil, err
+	}
+	if a.tracing, err = tel.NewTracing(cfg.OTLPEndpoint, res); err != nil {
+		a.closeRedis()
+		return nil, err
+	}
+	// Set once the histograms exist, before any source runs.
+	var onCommit func(string, time.Duration)
 	opt := source.Options{
+		Tracer:                a.tracing.Provider.Tracer(instrumentation, trace.WithInstrumentationVersion(tel.Version())),
+		OnCommit:              func(src string, d time.Duration) { onCommit(src, d) },
 		Kafka:                 kopts,
 		Checkpoints:           a.store,
 		CheckpointTopic:       cfg.CheckpointTopic,
@@ -125,14 +144,20 @@ func NewWithOptions(cfg Config, log *slog.Logger, o Options) (*App, error) {
 		a.sources = append(a.sources, source.New(spec, opt))
 	}
 	a.held = make([]atomic.Bool, len(a.sources))
-	if a.telemetry, err = newTelemetry(a.sources, a.held, a.shared); err != nil {
+	fail := func(err error) (*App, error) {
 		a.closeRedis()
+		_ = a.tracing.Shutdown(context.Background())
 		return nil, err
+	}
+	if a.telemetry, err = newTelemetry(res, a.sources, a.held, a.shared); err != nil {
+		return fail(err)
+	}
+	if onCommit, a.observeHTTP, err = a.telemetry.registerFlow(a.sources, cfg.Sources, cfg.DeadLetterTopic); err != nil {
+		return fail(err)
 	}
 	var lc net.ListenConfig
 	if a.ln, err = lc.Listen(context.Background(), "tcp", cfg.Listen); err != nil {
-		a.closeRedis()
-		return nil, fmt.Errorf("listen on %s: %w", cfg.Listen, err)
+		return fail(fmt.Errorf("listen on %s: %w", cfg.Listen, err))
 	}
 	a.srv = &http.Server{
 		Handler:           a.routes(),
@@ -208,6 +233,9 @@ func (a *App) Run(ctx context.Context) error {
 	}
 	if terr := a.telemetry.shutdown(sctx); terr != nil && !errors.Is(terr, context.DeadlineExceeded) {
 		a.log.Warn("telemetry shutdown", "err", terr)
+	}
+	if terr := a.tracing.Shutdown(sctx); terr != nil {
+		a.log.Warn("tracing shutdown", "err", terr)
 	}
 	a.log.Info("ingest stopped")
 	return err

@@ -76,6 +76,9 @@ type Config struct {
 	TransactionTimeout time.Duration
 	// LogLevel is the lowest level logged: debug, info, warn or error. Default info.
 	LogLevel slog.Level
+	// OTLPEndpoint is the OTLP/HTTP collector spans are exported to, as a base URL (http://collector:4318;
+	// spans go to its /v1/traces). Default empty: tracing is off, with no exporter.
+	OTLPEndpoint string
 	// Redis is where replicas keep their source leases. Zero (no address) means no sharing: the process
 	// runs every source of its file.
 	Redis RedisConfig
@@ -166,6 +169,7 @@ func settingsOf(c *Config) []settings.Setting {
 		s("backoff-max", "cap of the reconnection delay", settings.Duration(&c.BackoffMax)),
 		s("transaction-timeout", "Kafka transaction timeout", settings.Duration(&c.TransactionTimeout)),
 		s("log-level", "lowest level logged: debug, info, warn, error", settings.Level(&c.LogLevel)),
+		otlpSetting(&c.OTLPEndpoint),
 	}
 	own = append(own, settings.RedisSettings(&c.Redis, envPrefix,
 		"Redis host:port for sharing sources between replicas; empty runs every source here")...)
@@ -252,6 +256,9 @@ func (c Config) Validate() error {
 	}
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
 		return fmt.Errorf("invalid setting listen (%s): %q: want host:port or :port", envName("listen"), c.Listen)
+	}
+	if err := validateOTLP(c.OTLPEndpoint); err != nil {
+		return err
 	}
 	if c.HTTPToken != "" && (len(c.HTTPToken) < 16 || strings.ContainsAny(string(c.HTTPToken), " \t\r\n")) {
 		return fmt.Errorf("invalid setting http-token (%s or %s): must be at least 16 characters, without blanks",

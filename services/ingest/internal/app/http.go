@@ -33,7 +33,7 @@ type sourceStatus struct {
 func (a *App) routes() *gin.Engine {
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
-	r.Use(gin.Recovery())
+	r.Use(gin.Recovery(), a.observeHTTP)
 	r.HandleMethodNotAllowed = true
 	health := func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) }
 	r.GET("/healthz", health)

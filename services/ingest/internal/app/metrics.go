@@ -13,6 +13,7 @@ import (
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/resource"
 
 	"github.com/ssegate/ssegate/services/ingest/internal/source"
 )
@@ -34,14 +35,14 @@ var sourceStates = []string{
 
 // held[i] tells whether this replica holds the lease of sources[i] (ssegate_ingest_source_owned); shared says
 // that the leases are in Redis, so that a source this replica does not hold is on standby here.
-func newTelemetry(sources []*source.Source, held []atomic.Bool, shared bool) (*telemetry, error) {
+func newTelemetry(res *resource.Resource, sources []*source.Source, held []atomic.Bool, shared bool) (*telemetry, error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	exp, err := otelprom.New(otelprom.WithRegisterer(reg), otelprom.WithoutScopeInfo())
 	if err != nil {
 		return nil, fmt.Errorf("prometheus exporter: %w", err)
 	}
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp))
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp), sdkmetric.WithResource(res))
 	m := mp.Meter("github.com/ssegate/ssegate/services/ingest")
 
 	type counter struct {

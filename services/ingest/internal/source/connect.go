@@ -10,6 +10,9 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
+
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // connect opens one connection. It returns the response of a usable stream (200, text/event-stream), or
@@ -43,6 +46,7 @@ func (s *Source) connect(ctx context.Context, lastID string) (*http.Response, ou
 			req.Header.Set("Authorization", "Bearer "+secret)
 		}
 	}
+	injectTrace(ctx, req)
 	s.stats.Connects.Add(1)
 	resp, err := s.opt.HTTPClient.Do(req)
 	if err != nil {
@@ -50,6 +54,9 @@ func (s *Source) connect(ctx context.Context, lastID string) (*http.Response, ou
 			return nil, outcome{reason: ReasonShutdown}
 		}
 		return nil, outcome{reason: ReasonConnectError, err: err}
+	}
+	if span := trace.SpanFromContext(ctx); span.IsRecording() {
+		span.SetAttributes(semconv.HTTPResponseStatusCode(resp.StatusCode))
 	}
 	if resp.StatusCode == http.StatusOK {
 		mt, _, err := mime.ParseMediaType(resp.Header.Get("Content-Type"))

@@ -14,6 +14,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/ssegate/ssegate/pkg/sse"
 	"github.com/ssegate/ssegate/services/ingest/internal/txn"
@@ -63,6 +65,13 @@ type Options struct {
 	HTTPClient *http.Client
 	// Logger receives the source's logs. Nil means slog.Default().
 	Logger *slog.Logger
+	// Tracer starts the spans of connection attempts, checkpoint reads and commits (trace.go). Nil means a
+	// no-op tracer: no spans.
+	Tracer trace.Tracer
+	// OnCommit, when set, is called after each committed transaction with the source's name and how long the
+	// commit took (flushing the records and the checkpoint, and ending the transaction). It must not block.
+	// Nil means none.
+	OnCommit func(source string, d time.Duration)
 	// AbandonOnStop makes Run return at shutdown without committing or aborting the open transaction,
 	// exactly as if the process had crashed. For tests of crash recovery only.
 	AbandonOnStop bool
@@ -100,6 +109,9 @@ func (o *Options) defaults() {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
+	}
+	if o.Tracer == nil {
+		o.Tracer = noop.NewTracerProvider().Tracer("")
 	}
 }
 
@@ -253,13 +265,19 @@ func (s *Source) start(ctx context.Context, bo *backoff) error {
 		return err
 	}
 	s.setState(StateStarting)
-	p, cp, err := txn.Open(ctx, txn.Config{
-		TransactionalID:    s.opt.TransactionalIDPrefix + s.spec.Name,
-		CheckpointTopic:    s.opt.CheckpointTopic,
-		Key:                s.spec.Name,
-		TransactionTimeout: s.opt.TransactionTimeout,
-		Opts:               s.opt.Kafka,
-		Checkpoints:        s.opt.Checkpoints,
+	var p *txn.Producer
+	var cp txn.Checkpoint
+	err := s.traceCheckpoint(ctx, func(ctx context.Context) (bool, string, error) {
+		var err error
+		p, cp, err = txn.Open(ctx, txn.Config{
+			TransactionalID:    s.opt.TransactionalIDPrefix + s.spec.Name,
+			CheckpointTopic:    s.opt.CheckpointTopic,
+			Key:                s.spec.Name,
+			TransactionTimeout: s.opt.TransactionTimeout,
+			Opts:               s.opt.Kafka,
+			Checkpoints:        s.opt.Checkpoints,
+		})
+		return cp.Found, cp.ID, err
 	})
 	if err != nil {
 		return err
@@ -352,7 +370,9 @@ func (s *Source) session(ctx context.Context, p *txn.Producer, lastID string) ou
 	connCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s.setState(StateConnecting)
-	resp, o := s.connect(connCtx, lastID)
+	spanCtx, span := s.startConnect(connCtx, lastID)
+	resp, o := s.connect(spanCtx, lastID)
+	endConnect(span, o)
 	if resp == nil {
 		o.lastID = lastID
 		return o
@@ -368,7 +388,8 @@ func (s *Source) session(ctx context.Context, p *txn.Producer, lastID string) ou
 		defer close(buf.items)
 		rd = s.read(connCtx, resp.Body, buf, lastID, cancel)
 	})
-	o = s.batch(ctx, p, buf, lastID)
+	// The commits' spans link to the connection's.
+	o = s.batch(trace.ContextWithSpanContext(ctx, span.SpanContext()), p, buf, lastID)
 	cancel()
 	wg.Wait()
 	o.events, o.retry, o.hasRetry = rd.events, rd.retry, rd.hasRetry
@@ -495,10 +516,13 @@ func (s *Source) batch(ctx context.Context, p *txn.Producer, buf *buffer, commit
 		if n == 0 {
 			return nil
 		}
-		err := p.Commit(cctx, pendingID)
-		if err != nil && errors.Is(err, txn.ErrProduce) && txn.IsTooLarge(err) {
-			records, dead, err = s.redoTooLarge(cctx, p, sent, pendingID)
-		}
+		err := s.traceCommit(cctx, pendingID, records, dead, func(cctx context.Context) error {
+			err := p.Commit(cctx, pendingID)
+			if err != nil && errors.Is(err, txn.ErrProduce) && txn.IsTooLarge(err) {
+				records, dead, err = s.redoTooLarge(cctx, p, sent, pendingID)
+			}
+			return err
+		})
 		if err != nil {
 			s.stats.Aborts.Add(1)
 			return err
