@@ -123,6 +123,17 @@ func RedisSettings(c *Redis, prefix, addrUsage string) []Setting {
 	}
 }
 
+// OTLPEndpoint returns the otlp-endpoint setting writing into p, with its environment variable under prefix;
+// OTEL_EXPORTER_OTLP_ENDPOINT, the variable every OpenTelemetry SDK reads, sets it too.
+func OTLPEndpoint(p *string, prefix string) Setting {
+	return Setting{
+		Name:  "otlp-endpoint",
+		Envs:  []string{EnvName(prefix, "otlp-endpoint"), "OTEL_EXPORTER_OTLP_ENDPOINT"},
+		Usage: "OTLP/HTTP collector to export spans to (http://collector:4318); empty means tracing is off",
+		Value: String(p),
+	}
+}
+
 // Options are what Load needs besides the settings.
 type Options struct {
 	// Program names the flag set in messages.

@@ -63,7 +63,8 @@ var chartValueSets = map[string]map[string]any{
 			"enabled": true, "sources": []any{map[string]any{"name": "wiki", "url": "https://stream.example.com/sse", "topic": "wiki"}},
 			"secretMounts": map[string]any{"upstream-token": "/etc/ssegate/upstream"},
 		},
-		"redis": map[string]any{"bundled": true, "passwordSecret": map[string]any{"name": "redis-pw"}},
+		"redis":   map[string]any{"bundled": true, "passwordSecret": map[string]any{"name": "redis-pw"}},
+		"tracing": map[string]any{"otlpEndpoint": "http://otel-collector.observability:4318"},
 	},
 	"minimal": {
 		"kafka": map[string]any{"brokers": []any{"k:9092"}},
@@ -268,6 +269,9 @@ func checkChartInvariants(t *testing.T, vals map[string]any, typed []runtime.Obj
 		t.Errorf("drain %v, endpoint propagation %v; want %d s and %d s", cfg.Drain, cfg.Propagation, drain, prop)
 	}
 	checkChartAuth(t, vals, cfg)
+	if tr, _ := vals["tracing"].(map[string]any); cfg.OTLPEndpoint != fmt.Sprint(map[bool]any{true: tr["otlpEndpoint"], false: ""}[tr != nil]) {
+		t.Errorf("the gateway's otlp-endpoint %q, want the chart's tracing.otlpEndpoint %v", cfg.OTLPEndpoint, tr)
+	}
 	// The Service for clients exposes the stream port only; the admin port is on the headless Service.
 	for _, svc := range find[*corev1.Service](typed) {
 		if strings.HasSuffix(svc.Name, "-gateway") {

@@ -18,16 +18,8 @@ import (
 // instrumentation is the scope name of the gateway's tracer and meter.
 const instrumentation = "github.com/ssegate/ssegate/services/gateway"
 
-// otlpSetting is the otlp-endpoint setting; OTEL_EXPORTER_OTLP_ENDPOINT, the variable every OpenTelemetry
-// SDK reads, sets it too.
-func otlpSetting(p *string) settings.Setting {
-	return settings.Setting{
-		Name:  "otlp-endpoint",
-		Envs:  []string{"SSEGATE_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"},
-		Usage: "OTLP/HTTP collector to export spans to (http://collector:4318); empty means tracing is off",
-		Value: settings.String(p),
-	}
-}
+// otlpSetting is the otlp-endpoint setting (see settings.OTLPEndpoint).
+func otlpSetting(p *string) settings.Setting { return settings.OTLPEndpoint(p, "SSEGATE_") }
 
 func validateOTLP(endpoint string) error {
 	if endpoint == "" {
