@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	mrand "math/rand/v2"
 	"mime"
 	"net"
 	"net/http"
@@ -77,12 +78,13 @@ func nodeValues(brokers []string, topic, tag, logLevel string, src *source) map[
 // the promise the chart makes: a client keeps its exact position when its pod goes, and through a rolling
 // upgrade. `helm test` runs the chart's test pod, which opens a stream through the client Service. A client
 // streams from pod 0 by its address; pod 0 is deleted; the client resumes on pod 1 with its Last-Event-ID.
-// Then `helm upgrade` with a changed value rolls both pods while four clients stream through the client
-// Service's cluster IP (kube-proxy), reconnecting as EventSource does; none may get an answer other than a 200
-// stream, which a browser would never retry. Records are produced all along. Every client must end with
-// exactly the topic's records: per partition, every offset once, in order. Meanwhile the ingest pod copies an
-// SSE source served by the test into another topic; it is deleted without a grace period mid-way, and the
-// topic must end with every event of the source exactly once, in order.
+// Then `helm upgrade` with a changed value rolls both pods while eight clients stream through the client
+// Service's cluster IP (kube-proxy), reconnecting as EventSource does, on a network that drops each of their
+// connections after 1 to 4 s; none may get an answer other than a 200 stream, which a browser would never
+// retry. Records are produced all along. Every client must end with exactly the topic's records: per
+// partition, every offset once, in order. Meanwhile the ingest pod copies an SSE source served by the test
+// into another topic; it is deleted without a grace period mid-way, and the topic must end with every event
+// of the source exactly once, in order.
 func TestChartOnNode(t *testing.T) {
 	c := newCluster(t)
 	needEnv(t, "SSEGATE_KUBE_NODE", "`make e2e-k8s`")
@@ -184,12 +186,13 @@ func TestChartOnNode(t *testing.T) {
 		return nil
 	})
 
-	// A rolling upgrade under four clients streaming through the client Service, as EventSource does.
+	// A rolling upgrade under eight clients streaming through the client Service, as EventSource does, on a
+	// network that drops their connections every few seconds.
 	before := c.gatewayUIDs(t, ns)
-	clients := make([]*client, 4)
+	clients := make([]*client, 8)
 	for i := range clients {
 		cl := newClient(fmt.Sprintf("upgrade-%d", i), topic)
-		cl.eventSource = true
+		cl.eventSource, cl.drops = true, true
 		cl.pick = func(int) string { return svc }
 		clients[i] = cl
 		wg.Go(func() { cl.run(ctx) })
@@ -239,8 +242,8 @@ func TestChartOnNode(t *testing.T) {
 	}
 	for _, cl := range clients {
 		cl.mu.Lock()
-		t.Logf("client %s through the Service %s: %d streams (%d ended without an event), %d network errors, %d other answers",
-			cl.name, svc, cl.conns, cl.empty, cl.netErrs, len(cl.failures))
+		t.Logf("client %s through the Service %s: %d streams (%d ended without an event, %d dropped by its network), %d network errors, %d other answers",
+			cl.name, svc, cl.conns, cl.empty, cl.dropped, cl.netErrs, len(cl.failures))
 		for _, f := range cl.failures {
 			t.Errorf("client %s got %s: an EventSource would never retry it", cl.name, f)
 		}
@@ -393,6 +396,9 @@ type client struct {
 	// an answer other than a 200 text/event-stream is a failure (an EventSource would close for good; the
 	// client records it and carries on, so that the test also tells what it would have missed).
 	eventSource bool
+	// drops makes the client's network drop each connection a random 1 to 4 s after it opened, as mobile
+	// networks do, so that it reconnects all through a rollout and not only when a gateway ends its stream.
+	drops bool
 
 	mu       sync.Mutex
 	got      map[int32][]int
@@ -403,6 +409,7 @@ type client struct {
 	failures []string // answers other than a 200 stream (eventSource)
 	netErrs  int      // connections that failed before an answer (eventSource)
 	empty    int      // 200 streams that ended without an event: redirects of a leaving pod (eventSource)
+	dropped  int      // connections its network dropped (drops)
 }
 
 func newClient(name, topic string) *client {
@@ -457,7 +464,22 @@ func (cl *client) run(ctx context.Context) {
 
 // stream makes one connection and reads it to its end; it returns nil for a clean end of stream.
 func (cl *client) stream(ctx context.Context, url string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, http.NoBody)
+	cctx := ctx
+	if cl.drops {
+		var cancel context.CancelFunc
+		cctx, cancel = context.WithTimeout(ctx, time.Second+mrand.N(3*time.Second))
+		defer cancel()
+	}
+	// over tells whether the connection ended because the test ended or the network dropped it.
+	over := func() bool {
+		if ctx.Err() == nil && cctx.Err() != nil {
+			cl.mu.Lock()
+			cl.dropped++
+			cl.mu.Unlock()
+		}
+		return cctx.Err() != nil
+	}
+	req, err := http.NewRequestWithContext(cctx, http.MethodGet, url, http.NoBody)
 	if err != nil {
 		return err
 	}
@@ -475,7 +497,10 @@ func (cl *client) stream(ctx context.Context, url string) error {
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		if cl.eventSource && ctx.Err() == nil {
+		if over() {
+			return nil
+		}
+		if cl.eventSource {
 			cl.mu.Lock()
 			cl.netErrs++
 			cl.mu.Unlock()
@@ -509,14 +534,14 @@ func (cl *client) stream(ctx context.Context, url string) error {
 			cl.retry = r
 		}
 		cl.lastID = p.LastEventID()
-		if got == 0 && ctx.Err() == nil {
+		if got == 0 && cctx.Err() == nil {
 			cl.empty++
 		}
 	}()
 	for {
 		ev, err := p.Next()
 		if err != nil {
-			if errors.Is(err, context.Canceled) || ctx.Err() != nil {
+			if over() || errors.Is(err, context.Canceled) {
 				return nil
 			}
 			if errors.Is(err, io.EOF) {
