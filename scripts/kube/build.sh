@@ -2,11 +2,11 @@
 # Builds the Kubernetes control-plane and node binaries the cluster tests run, from the Go module
 # k8s.io/kubernetes, and caches them by version.
 #
-#   scripts/kube/build.sh [BINARY...]   build the named binaries (default: all four) into
+#   scripts/kube/build.sh [BINARY...]   build the named binaries (default: all five) into
 #                                       $SSEGATE_CACHE/kube-$KUBE_VERSION/bin unless already there.
 #                                       Prints the bin folder on stdout.
 #
-# BINARY is one of kube-apiserver, kube-controller-manager, kube-scheduler, kubelet. k8s.io/kubernetes
+# BINARY is one of kube-apiserver, kube-controller-manager, kube-scheduler, kubelet, kube-proxy. k8s.io/kubernetes
 # cannot be required as is (its go.mod replaces its staging modules with folders of its own repository), so a
 # scratch module requires it and replaces each staging module with the published v0.x release of the same
 # version. Builds run one at a time under `nice`; the apiserver alone takes about 11 minutes cold on two cores.
@@ -16,7 +16,7 @@ cache=${SSEGATE_CACHE:-$HOME/.cache/ssegate}
 version=${KUBE_VERSION:-v1.34.4}
 root=$cache/kube-$version
 bin=$root/bin
-all=(kube-apiserver kube-controller-manager kube-scheduler kubelet)
+all=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy)
 
 die() { echo "kube/build.sh: $*" >&2; exit 1; }
 

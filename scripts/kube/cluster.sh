@@ -4,35 +4,44 @@
 #   scripts/kube/cluster.sh start DIR api    etcd and kube-apiserver on loopback: objects are stored and
 #                                            validated, nothing runs them.
 #   scripts/kube/cluster.sh start DIR node   the same plus kube-controller-manager, kube-scheduler, containerd
-#                                            (runc) and a kubelet whose pods sit on a CNI bridge.
+#                                            (runc), a kubelet whose pods sit on a CNI bridge, and kube-proxy
+#                                            (nftables) so that Services' cluster IPs work.
 #   scripts/kube/cluster.sh stop DIR         stop everything started from DIR and remove what it set up on the
-#                                            machine: containers, mounts, pod network namespaces, the bridge.
+#                                            machine: containers, mounts, pod network namespaces, kube-proxy's
+#                                            nftables tables, the bridge (and with it its route).
 #   scripts/kube/cluster.sh import DIR TAR   import an OCI image tarball into the node's containerd.
 #
 # start prints KUBECONFIG=DIR/kubeconfig on stdout once the API server answers (node: once the node is Ready),
 # and for a node also KUBE_NODE_GATEWAY, the bridge's address, which pods reach and the host owns.
 #
 # The API server and its helpers listen on free loopback ports. The pod network is the documentation range
-# $KUBE_POD_RANGE (default 198.51.100.0/24): its addresses exist only on the bridge ($KUBE_BRIDGE, default
-# ssegate0, gateway .1) and in the pods' network namespaces, and the pods get no default route, so they reach
-# nothing but each other and the host's bridge address. Service addresses come from another documentation
-# range (203.0.113.0/24) and are never routed: there is no kube-proxy, tests use pod addresses and headless
-# Services. Binaries come from scripts/kube/build.sh (the Kubernetes binaries) and scripts/kube/debs.sh (etcd,
-# containerd, runc, CNI plugins); the pause image is built from tests/k8s/pause with tools/image.
+# $KUBE_POD_RANGE (default 198.51.100.0/25): its addresses exist only on the bridge ($KUBE_BRIDGE, default
+# ssegate0, gateway .1, which holds the whole /24) and in the pods' network namespaces, and the pods get no
+# default route, so they reach nothing but each other and the host's bridge address. Service addresses come
+# from the other half of that documentation range ($KUBE_SERVICE_RANGE, default 198.51.100.128/25), never from
+# a range the machine may reach beyond itself (its package mirrors can sit in other documentation ranges):
+# on a node, kube-proxy in nftables mode translates them to pod
+# addresses, in its own tables (ip and ip6 "kube-proxy") and nowhere else. That range is routed on the bridge
+# alone, from the host (source address the bridge's) and from the pods (through the bridge's address), and the
+# bridge alone forwards (net.ipv4.conf.BRIDGE.forwarding; the machine's ip_forward is left as it is) and hands
+# its bridged frames to netfilter (the bridge's nf_call_iptables), so that a reply from a pod to a pod is
+# translated back: a cluster IP without a Service goes nowhere beyond the bridge. Binaries come from
+# scripts/kube/build.sh (the Kubernetes binaries) and scripts/kube/debs.sh (etcd, containerd, runc, CNI
+# plugins; nft); the pause image is built from tests/k8s/pause with tools/image.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
-pod_range=${KUBE_POD_RANGE:-198.51.100.0/24}
+pod_range=${KUBE_POD_RANGE:-198.51.100.0/25}
 bridge=${KUBE_BRIDGE:-ssegate0}
-service_range=203.0.113.0/24
+service_range=${KUBE_SERVICE_RANGE:-198.51.100.128/25}
 node_name=ssegate-node
 pause_ref=docker.io/ssegate/pause:local
 
 die() { echo "kube/cluster.sh: $*" >&2; exit 1; }
 log() { echo "kube/cluster.sh: $*" >&2; }
 
-# net_prefix: the first three octets of the pod range (a /24).
+# net_prefix: the first three octets of the pod range (within one /24, whose .1 is the bridge's).
 net_prefix() { local p=${pod_range%/*}; echo "${p%.*}"; }
 
 free_ports() {
@@ -71,6 +80,9 @@ wait_for() {
 		sleep 0.5
 	done
 }
+
+# nft_ ARGS...: the unpacked nft (scripts/kube/debs.sh nftables).
+nft_() { "$(cat "$dir/nftables")/bin/nft" "$@"; }
 
 api_get() { curl -sf --cacert "$dir/pki/ca.pem" -H "Authorization: Bearer $(cat "$dir/token")" "https://127.0.0.1:$(cat "$dir/api.port")$1"; }
 
@@ -164,10 +176,15 @@ start_node() {
 	# The bridge first, so that the host's address on it exists before anything binds to it (Kafka, the
 	# kubelet). The CNI bridge plugin finds and uses it.
 	[ -d /var/run/netns ] || touch "$dir/netns-folder-made"
-	ip link add "$bridge" type bridge
+	# nf_call_iptables: frames bridged from pod to pod pass netfilter, where kube-proxy's translation of a
+	# cluster IP is undone on the reply. A setting of this bridge, gone with it.
+	ip link add "$bridge" type bridge nf_call_iptables 1
 	echo "$bridge" >"$dir/bridge"
 	ip addr add "$prefix.1/24" dev "$bridge"
 	ip link set "$bridge" up
+	# Cluster IPs: forwarded by the bridge alone, routed to the bridge alone, from the bridge's address.
+	echo 1 >"/proc/sys/net/ipv4/conf/$bridge/forwarding"
+	ip route add "$service_range" dev "$bridge" src "$prefix.1"
 
 	mkdir -p "$dir/cni/net.d" "$dir/cni/ipam" "$dir/containerd" "$dir/kubelet" "$dir/pod-logs"
 	cat >"$dir/cni/net.d/10-ssegate.conflist" <<EOF
@@ -179,8 +196,8 @@ start_node() {
       "type": "bridge", "bridge": "$bridge", "isGateway": false, "ipMasq": false, "hairpinMode": true,
       "ipam": {
         "type": "host-local", "dataDir": "$dir/cni/ipam",
-        "ranges": [[{"subnet": "$pod_range", "rangeStart": "$prefix.10", "rangeEnd": "$prefix.250", "gateway": "$prefix.1"}]],
-        "routes": []
+        "ranges": [[{"subnet": "$pod_range", "rangeStart": "$prefix.10", "rangeEnd": "$prefix.120", "gateway": "$prefix.1"}]],
+        "routes": [{"dst": "$service_range", "gw": "$prefix.1"}]
       }
     },
     {"type": "loopback"}
@@ -267,6 +284,57 @@ EOF
 		--config "$dir/kubelet/config.yaml" --root-dir "$dir/kubelet" --cert-dir "$dir/kubelet/pki" \
 		--hostname-override "$node_name" --node-ip "$prefix.1" --v 1
 	wait_for "node $node_name" 120 node_ready
+	start_proxy "$bin"
+}
+
+# kube-proxy in nftables mode, with a PATH that holds nft alone: at start it also removes what an iptables or
+# IPVS kube-proxy left on the machine, through iptables, modprobe and ipvsadm, which it then does not find
+# (the IPVS clean-up would flush every IPVS rule of the machine). Its tables are its own: ip and ip6
+# "kube-proxy", which nothing else may hold; stop deletes them.
+start_proxy() {
+	local bin=$1 prefix health metrics nftdir
+	prefix=$(net_prefix)
+	nftdir=$("$here/debs.sh" nftables)
+	echo "$nftdir" >"$dir/nftables"
+	local fam
+	for fam in ip ip6; do
+		if nft_ list table "$fam" kube-proxy >/dev/null 2>&1; then
+			die "an nftables table $fam kube-proxy already exists: another kube-proxy runs on this machine"
+		fi
+	done
+	read -r health metrics < <(free_ports 2)
+	echo "$health" >"$dir/kube-proxy.healthz"
+	mkdir -p "$dir/kube-proxy"
+	cat >"$dir/kube-proxy/config.yaml" <<EOF
+apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+mode: nftables
+clientConnection:
+  kubeconfig: $dir/kubeconfig
+hostnameOverride: $node_name
+bindAddress: $prefix.1
+healthzBindAddress: 127.0.0.1:$health
+metricsBindAddress: 127.0.0.1:$metrics
+clusterCIDR: $pod_range
+detectLocalMode: ClusterCIDR
+nodePortAddresses: ["$prefix.1/32"]
+oomScoreAdj: 0
+conntrack:
+  maxPerCore: 0
+  min: 0
+  tcpEstablishedTimeout: 0s
+  tcpCloseWaitTimeout: 0s
+  udpTimeout: 0s
+  udpStreamTimeout: 0s
+EOF
+	# From here on stop deletes the tables, whether kube-proxy made them yet or not.
+	touch "$dir/nftables-owned"
+	spawn kube-proxy env PATH="$nftdir/bin" "$bin/kube-proxy" --config "$dir/kube-proxy/config.yaml" --v 1
+	wait_for kube-proxy 60 proxy_ready
+}
+
+proxy_ready() {
+	curl -sf "http://127.0.0.1:$(cat "$dir/kube-proxy.healthz")/healthz" && nft_ list table ip kube-proxy
 }
 
 node_ready() {
@@ -321,6 +389,17 @@ stop() {
 	dir=${1:?usage: cluster.sh stop DIR}
 	[ -d "$dir" ] || return 0
 	dir=$(cd "$dir" && pwd)
+	stop_pid kube-proxy
+	# kube-proxy leaves its rules when it stops: its tables go now, and with them every rule it made.
+	if [ -f "$dir/nftables-owned" ]; then
+		local fam
+		for fam in ip ip6; do
+			if nft_ list table "$fam" kube-proxy >/dev/null 2>&1; then
+				nft_ delete table "$fam" kube-proxy || log "could not delete the nftables table $fam kube-proxy"
+			fi
+		done
+		rm -f "$dir/nftables-owned"
+	fi
 	stop_pid kubelet
 	stop_pid kube-scheduler
 	stop_pid kube-controller-manager

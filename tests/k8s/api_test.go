@@ -212,7 +212,7 @@ func checkInstalled(t *testing.T, c *cluster, ns, name string, replicas, drain i
 		t.Fatalf("client Service: %v", err)
 	}
 	// The API server allocated a cluster IP from the cluster's service range.
-	if ip, err := netip.ParseAddr(svc.Spec.ClusterIP); err != nil || !netip.MustParsePrefix("203.0.113.0/24").Contains(ip) {
+	if ip, err := netip.ParseAddr(svc.Spec.ClusterIP); err != nil || !netip.MustParsePrefix("198.51.100.128/25").Contains(ip) {
 		t.Errorf("client Service cluster IP %q not allocated from the service range", svc.Spec.ClusterIP)
 	}
 	if svc.Spec.SessionAffinity != corev1.ServiceAffinityNone || len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Name != "http" {

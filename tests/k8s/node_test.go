@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	mrand "math/rand/v2"
+	"mime"
 	"net"
 	"net/http"
 	"slices"
@@ -74,12 +76,15 @@ func nodeValues(brokers []string, topic, tag, logLevel string, src *source) map[
 
 // TestChartOnNode installs the chart on a real node with two gateway pods reading a real Kafka, and checks
 // the promise the chart makes: a client keeps its exact position when its pod goes, and through a rolling
-// upgrade. A client streams from pod 0 by its address; pod 0 is deleted; the client resumes on pod 1 with its
-// Last-Event-ID. Then `helm upgrade` with a changed value rolls both pods while four clients stream,
-// reconnecting to whichever pod is ready. Records are produced all along. Every client must end with exactly
-// the topic's records: per partition, every offset once, in order. Meanwhile the ingest pod copies an SSE
-// source served by the test into another topic; it is deleted without a grace period mid-way, and the
-// topic must end with every event of the source exactly once, in order.
+// upgrade. `helm test` runs the chart's test pod, which opens a stream through the client Service. A client
+// streams from pod 0 by its address; pod 0 is deleted; the client resumes on pod 1 with its Last-Event-ID.
+// Then `helm upgrade` with a changed value rolls both pods while eight clients stream through the client
+// Service's cluster IP (kube-proxy), reconnecting as EventSource does, on a network that drops each of their
+// connections after 1 to 4 s; none may get an answer other than a 200 stream, which a browser would never
+// retry. Records are produced all along. Every client must end with exactly the topic's records: per
+// partition, every offset once, in order. Meanwhile the ingest pod copies an SSE source served by the test
+// into another topic; it is deleted without a grace period mid-way, and the topic must end with every event
+// of the source exactly once, in order.
 func TestChartOnNode(t *testing.T) {
 	c := newCluster(t)
 	needEnv(t, "SSEGATE_KUBE_NODE", "`make e2e-k8s`")
@@ -107,6 +112,8 @@ func TestChartOnNode(t *testing.T) {
 	if ip0 == "" || ip1 == "" {
 		t.Fatalf("gateway pods %v", pods)
 	}
+	svc := c.clientService(t, ns)
+	c.helmTest(t, cfg, ns)
 
 	// Ingest: its pod is killed (no grace period) once it has committed some of the source's events.
 	checkFor(t, time.Minute, 200*time.Millisecond, func() error {
@@ -150,7 +157,7 @@ func TestChartOnNode(t *testing.T) {
 			ip = ip1
 		}
 		picks = append(picks, ip)
-		return ip
+		return net.JoinHostPort(ip, "8080")
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() { a.run(ctx) })
@@ -179,12 +186,14 @@ func TestChartOnNode(t *testing.T) {
 		return nil
 	})
 
-	// A rolling upgrade under four streaming clients.
+	// A rolling upgrade under eight clients streaming through the client Service, as EventSource does, on a
+	// network that drops their connections every few seconds.
 	before := c.gatewayUIDs(t, ns)
-	clients := make([]*client, 4)
+	clients := make([]*client, 8)
 	for i := range clients {
 		cl := newClient(fmt.Sprintf("upgrade-%d", i), topic)
-		cl.pick = func(n int) string { return anyReady(i, n) }
+		cl.eventSource, cl.drops = true, true
+		cl.pick = func(int) string { return svc }
 		clients[i] = cl
 		wg.Go(func() { cl.run(ctx) })
 	}
@@ -231,6 +240,58 @@ func TestChartOnNode(t *testing.T) {
 		cl.check(t, want)
 		t.Logf("client %s: %d events over %d connections, exact", cl.name, cl.total(), cl.connections())
 	}
+	for _, cl := range clients {
+		cl.mu.Lock()
+		t.Logf("client %s through the Service %s: %d streams (%d ended without an event, %d dropped by its network), %d network errors, %d other answers",
+			cl.name, svc, cl.conns, cl.empty, cl.dropped, cl.netErrs, len(cl.failures))
+		for _, f := range cl.failures {
+			t.Errorf("client %s got %s: an EventSource would never retry it", cl.name, f)
+		}
+		cl.mu.Unlock()
+	}
+}
+
+// clientService returns the address (cluster IP and port) of the release's client Service, which kube-proxy
+// translates to a ready gateway pod's address.
+func (c *cluster) clientService(t *testing.T, ns string) string {
+	t.Helper()
+	svc, err := c.clients.CoreV1().Services(ns).Get(t.Context(), nodeRelease+"-ssegate-gateway", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the client Service: %v", err)
+	}
+	ip := net.ParseIP(svc.Spec.ClusterIP)
+	_, services, _ := net.ParseCIDR(serviceRange)
+	if ip == nil || !services.Contains(ip) {
+		t.Fatalf("the client Service's cluster IP is %q, want one of %s", svc.Spec.ClusterIP, serviceRange)
+	}
+	if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 80 || svc.Spec.Ports[0].TargetPort.String() != "http" {
+		t.Fatalf("the client Service's ports are %+v, want 80 to the pods' http port", svc.Spec.Ports)
+	}
+	return net.JoinHostPort(ip.String(), "80")
+}
+
+// serviceRange is the test cluster's range of Service addresses (scripts/kube/cluster.sh).
+const serviceRange = "198.51.100.128/25"
+
+// helmTest runs `helm test` on the release: the chart's test pod opens a stream through the client Service.
+func (c *cluster) helmTest(t *testing.T, cfg *action.Configuration, ns string) {
+	t.Helper()
+	t0 := time.Now()
+	rt := action.NewReleaseTesting(cfg)
+	rt.Namespace, rt.Timeout = ns, 2*time.Minute
+	reli, shutdown, err := rt.Run(nodeRelease)
+	if err != nil {
+		var logs strings.Builder
+		if rel := asRelease(reli); rel != nil {
+			_ = rt.GetPodLogs(&logs, rel)
+		}
+		c.dumpPods(t, ns)
+		t.Fatalf("helm test: %v\n%s", err, logs.String())
+	}
+	if err := shutdown(); err != nil {
+		t.Errorf("helm test: deleting its pod: %v", err)
+	}
+	t.Logf("helm test: the test pod streamed through the client Service in %v", time.Since(t0).Round(time.Millisecond))
 }
 
 // producer writes records to every partition of a topic at a steady pace; the value of the n-th record of
@@ -327,18 +388,32 @@ func checkTopic(t *testing.T, topic string, want map[int32]int) {
 // client is an SSE client of the gateway that reconnects with its Last-Event-ID whenever its stream ends.
 type client struct {
 	name, topic string
-	// pick returns the pod address of the n-th connection (from 0); called on the client's goroutine.
+	// pick returns the address (host:port) of the n-th connection (from 0); called on the client's goroutine.
 	pick func(n int) string
+	// eventSource makes the client reconnect as a browser's EventSource does (WHATWG HTML, "Server-sent
+	// events"): Accept: text/event-stream; after the end of a stream or a network error it waits the
+	// reconnection time (the last retry: it saw, 3 s until then); an id-only block moves its last event id;
+	// an answer other than a 200 text/event-stream is a failure (an EventSource would close for good; the
+	// client records it and carries on, so that the test also tells what it would have missed).
+	eventSource bool
+	// drops makes the client's network drop each connection a random 1 to 4 s after it opened, as mobile
+	// networks do, so that it reconnects all through a rollout and not only when a gateway ends its stream.
+	drops bool
 
-	mu     sync.Mutex
-	got    map[int32][]int
-	conns  int
-	lastID string
-	errs   []string
+	mu       sync.Mutex
+	got      map[int32][]int
+	conns    int
+	lastID   string
+	errs     []string
+	retry    time.Duration
+	failures []string // answers other than a 200 stream (eventSource)
+	netErrs  int      // connections that failed before an answer (eventSource)
+	empty    int      // 200 streams that ended without an event: redirects of a leaving pod (eventSource)
+	dropped  int      // connections its network dropped (drops)
 }
 
 func newClient(name, topic string) *client {
-	return &client{name: name, topic: topic, got: map[int32][]int{}}
+	return &client{name: name, topic: topic, got: map[int32][]int{}, retry: 3 * time.Second}
 }
 
 func (cl *client) total() int {
@@ -366,26 +441,45 @@ func (cl *client) connections() int {
 // run streams until ctx ends, reconnecting after every end of stream or failed connection.
 func (cl *client) run(ctx context.Context) {
 	for n := 0; ctx.Err() == nil; n++ {
-		ip := cl.pick(n)
-		err := cl.stream(ctx, "http://"+ip+":8080/streams/"+cl.topic+"?from=earliest&heartbeat=1000")
+		addr := cl.pick(n)
+		err := cl.stream(ctx, "http://"+addr+"/streams/"+cl.topic+"?from=earliest&heartbeat=1000")
 		if ctx.Err() != nil {
 			return
 		}
+		cl.mu.Lock()
 		if err != nil {
-			cl.mu.Lock()
-			cl.errs = append(cl.errs, fmt.Sprintf("%s: %v", ip, err))
-			cl.mu.Unlock()
+			cl.errs = append(cl.errs, fmt.Sprintf("%s %s: %v", time.Now().Format("15:04:05.000"), addr, err))
 		}
+		wait := 100 * time.Millisecond
+		if cl.eventSource {
+			wait = cl.retry
+		}
+		cl.mu.Unlock()
 		select {
 		case <-ctx.Done():
-		case <-time.After(100 * time.Millisecond):
+		case <-time.After(wait):
 		}
 	}
 }
 
 // stream makes one connection and reads it to its end; it returns nil for a clean end of stream.
 func (cl *client) stream(ctx context.Context, url string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, http.NoBody)
+	cctx := ctx
+	if cl.drops {
+		var cancel context.CancelFunc
+		cctx, cancel = context.WithTimeout(ctx, time.Second+mrand.N(3*time.Second))
+		defer cancel()
+	}
+	// over tells whether the connection ended because the test ended or the network dropped it.
+	over := func() bool {
+		if ctx.Err() == nil && cctx.Err() != nil {
+			cl.mu.Lock()
+			cl.dropped++
+			cl.mu.Unlock()
+		}
+		return cctx.Err() != nil
+	}
+	req, err := http.NewRequestWithContext(cctx, http.MethodGet, url, http.NoBody)
 	if err != nil {
 		return err
 	}
@@ -395,29 +489,75 @@ func (cl *client) stream(ctx context.Context, url string) error {
 	if last != "" {
 		req.Header.Set("Last-Event-ID", last)
 	}
+	opts := []sse.Option{sse.WithLastEventID(last)}
+	if cl.eventSource {
+		req.Header.Set("Accept", "text/event-stream")
+		req.Header.Set("Cache-Control", "no-cache")
+		opts = append(opts, sse.WithIDOnlyBlocks())
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
+		if over() {
+			return nil
+		}
+		if cl.eventSource {
+			cl.mu.Lock()
+			cl.netErrs++
+			cl.mu.Unlock()
+		}
 		return err
 	}
 	defer func() { _ = resp.Body.Close() }()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("status %s", resp.Status)
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if resp.StatusCode != http.StatusOK || (cl.eventSource && mt != "text/event-stream") {
+		err := fmt.Errorf("status %s, Content-Type %q (Last-Event-ID %q)", resp.Status, resp.Header.Get("Content-Type"), last)
+		if cl.eventSource {
+			cl.mu.Lock()
+			cl.failures = append(cl.failures, time.Now().Format("15:04:05.000")+" "+err.Error())
+			cl.mu.Unlock()
+		}
+		return err
 	}
 	cl.mu.Lock()
 	cl.conns++
 	cl.mu.Unlock()
-	p := sse.NewParser(resp.Body, sse.WithLastEventID(last))
+	p := sse.NewParser(resp.Body, opts...)
+	got := 0
+	defer func() {
+		if !cl.eventSource {
+			return
+		}
+		cl.mu.Lock()
+		defer cl.mu.Unlock()
+		// A retry field in a block that dispatched nothing still sets the reconnection time.
+		if r, ok := p.Retry(); ok {
+			cl.retry = r
+		}
+		cl.lastID = p.LastEventID()
+		if got == 0 && cctx.Err() == nil {
+			cl.empty++
+		}
+	}()
 	for {
 		ev, err := p.Next()
 		if err != nil {
-			if errors.Is(err, context.Canceled) || ctx.Err() != nil {
+			if over() || errors.Is(err, context.Canceled) {
 				return nil
 			}
 			if errors.Is(err, io.EOF) {
 				return nil
 			}
+			if cl.eventSource {
+				cl.mu.Lock()
+				cl.netErrs++
+				cl.mu.Unlock()
+			}
 			return err
 		}
+		if ev.IDOnly() {
+			continue
+		}
+		got++
 		cl.mu.Lock()
 		if ev.Type != "message" {
 			cl.errs = append(cl.errs, fmt.Sprintf("event %s: %s", ev.Type, ev.Data))
