@@ -97,8 +97,8 @@ func decodeRules(t *testing.T, spec any) ruleSpec {
 // sidecar holding exactly helm/ssegate/dashboards/ssegate.json. By default none of them is rendered.
 func TestChartMonitoring(t *testing.T) {
 	wantAlerts := []string{
-		"SsegateConsumerLag", "SsegateResyncs", "SsegateReplayFailures", "SsegateWriteFailures", "SsegateNotReady",
-		"SsegateNoGatewayReady", "SsegateIngestSourceNotStreaming", "SsegateIngestWriteFailures", "SsegateIngestCheckpointAge",
+		"SsegateConsumerLag", "SsegateDeliveryLag", "SsegateResyncs", "SsegateReplayFailures", "SsegateWriteFailures",
+		"SsegateServerErrors", "SsegateNotReady", "SsegateNoGatewayReady", "SsegateIngestSourceNotStreaming", "SsegateIngestWriteFailures", "SsegateIngestCheckpointAge",
 	}
 	cases := []struct {
 		name, base string
