@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"helm.sh/helm/v4/pkg/action"
+
 	"github.com/goccy/go-yaml"
 	chartcommon "helm.sh/helm/v4/pkg/chart/common"
 	chartutil "helm.sh/helm/v4/pkg/chart/common/util"
@@ -462,4 +464,22 @@ func parseDur(t *testing.T, v any) time.Duration {
 		t.Fatalf("value %v: %v", v, err)
 	}
 	return d
+}
+
+// TestHelmLint: `helm lint --strict` (the Helm v4 SDK's) finds nothing, not even an informational message,
+// for every value set the chart is rendered with.
+func TestHelmLint(t *testing.T) {
+	for name, vals := range chartValueSets {
+		t.Run(name, func(t *testing.T) {
+			l := action.NewLint()
+			l.Strict = true
+			res := l.Run([]string{"../../../../helm/ssegate"}, vals)
+			for _, err := range res.Errors {
+				t.Errorf("helm lint: %v", err)
+			}
+			for _, m := range res.Messages {
+				t.Errorf("helm lint: %s", m)
+			}
+		})
+	}
 }
