@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -20,14 +22,41 @@ import (
 type KafkaLog struct {
 	cl           *kgo.Client
 	decompressor kgo.Decompressor
+	// recordBytes is, per topic, the bytes a record took in the last fetch that returned any: a fetch asks
+	// for about a block's worth (fetchRecords of them), not for a megabyte of records the block does not need
+	// and whose decoding a resume would wait for.
+	recordBytes sync.Map // topic -> *atomic.Int64
 }
 
 // Fetch sizes. The broker always returns at least one whole batch, whatever these say.
 const (
-	fetchMaxWait       = 250 * time.Millisecond
-	fetchMaxBytes      = 8 << 20
-	fetchPartitionSize = 1 << 20
+	fetchMaxWait  = 250 * time.Millisecond
+	fetchMaxBytes = 8 << 20
+	// A partition's share of a fetch: fetchRecords records of the topic's last known size, within these bounds
+	// (the first fetch of a topic asks for fetchPartitionFirst).
+	fetchRecords        = 1024
+	fetchPartitionMin   = 32 << 10
+	fetchPartitionMax   = 1 << 20
+	fetchPartitionFirst = 128 << 10
 )
+
+// partitionBytes is what a fetch of topic asks of its partition.
+func (l *KafkaLog) partitionBytes(topic string) int32 {
+	v, ok := l.recordBytes.Load(topic)
+	if !ok {
+		return fetchPartitionFirst
+	}
+	return int32(min(max(v.(*atomic.Int64).Load()*fetchRecords, fetchPartitionMin), fetchPartitionMax))
+}
+
+// learn notes the size of topic's records from a fetch answer of n bytes holding records records.
+func (l *KafkaLog) learn(topic string, n, records int) {
+	if records == 0 {
+		return
+	}
+	v, _ := l.recordBytes.LoadOrStore(topic, new(atomic.Int64))
+	v.(*atomic.Int64).Store(int64(n/records + 1))
+}
 
 // NewKafkaLog returns the Log of the cluster kafkaOpts (brokers, TLS, SASL) reach. Close closes it.
 func NewKafkaLog(kafkaOpts ...kgo.Opt) (*KafkaLog, error) {
@@ -86,7 +115,7 @@ func (l *KafkaLog) fetchOnce(ctx context.Context, topic string, partition int32,
 	rp.FetchOffset = offset
 	rp.CurrentLeaderEpoch = -1
 	rp.LogStartOffset = -1
-	rp.PartitionMaxBytes = fetchPartitionSize
+	rp.PartitionMaxBytes = l.partitionBytes(topic)
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
 	kresp, err := l.cl.Broker(int(leader)).Request(ctx, req)
@@ -115,6 +144,7 @@ func (l *KafkaLog) fetchOnce(ctx context.Context, topic string, partition int32,
 			if fp.Err != nil {
 				return nil, offset, fmt.Errorf("replay: decode %s/%d at %d: %w", topic, partition, offset, fp.Err)
 			}
+			l.learn(topic, len(got.RecordBatches), len(fp.Records))
 			return fp.Records, max(next, offset), nil
 		}
 	}

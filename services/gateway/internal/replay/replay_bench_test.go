@@ -19,16 +19,7 @@ var errFirst = errors.New("first record")
 // and the clock stops at the first record handed on, with a new pool (an empty block cache) each time. It
 // reports ms/first-record; ignore ns/op.
 func BenchmarkColdResume(b *testing.B) {
-	topic := kafkatest.NewTopic(b, 3, nil)
-	cl := kafkatest.Client(b, kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	const perPartition = 10000
-	recs := make([]*kgo.Record, 0, 3*perPartition)
-	for i := range 3 * perPartition {
-		recs = append(recs, &kgo.Record{Partition: int32(i % 3), Value: fmt.Appendf(nil, `{"seq":%d,"pad":"%0180d"}`, i, 0)})
-	}
-	kafkatest.Produce(b, cl, recs...)
-	log := kafkaLog(b)
-	ranges := []Range{{0, -1, perPartition - 1}, {1, -1, perPartition - 1}, {2, -1, perPartition - 1}}
+	topic, log, ranges := coldTopic(b)
 	var total time.Duration
 	n := 0
 	for b.Loop() {
@@ -42,4 +33,42 @@ func BenchmarkColdResume(b *testing.B) {
 		n++
 	}
 	b.ReportMetric(float64(total.Microseconds())/1000/float64(n), "ms/first-record")
+}
+
+// BenchmarkColdReplay times reading the whole of a cold resume 10,000 records behind in each of three
+// partitions (30,000 records of about 200 bytes) through a pool with an empty cache: what a client far behind
+// waits for all of it, and what the fetch size trades against the time to the first record.
+func BenchmarkColdReplay(b *testing.B) {
+	topic, log, ranges := coldTopic(b)
+	var total time.Duration
+	n := 0
+	for b.Loop() {
+		pool := NewPool(Config{}, log)
+		start := time.Now()
+		got := 0
+		err := pool.Read(context.Background(), topic, 0, ranges, 0, nil, func(*kgo.Record) error { got++; return nil })
+		if err != nil || got != 3*coldPerPartition {
+			b.Fatalf("Read: %d records, %v", got, err)
+		}
+		total += time.Since(start)
+		n++
+	}
+	b.ReportMetric(float64(total.Microseconds())/1000/float64(n), "ms/all")
+}
+
+// coldPerPartition is how many records the cold benchmarks' topic holds per partition.
+const coldPerPartition = 10000
+
+// coldTopic makes the cold benchmarks' topic: three partitions of coldPerPartition records of about 200 bytes,
+// and the ranges of all of them.
+func coldTopic(b *testing.B) (string, *KafkaLog, []Range) {
+	b.Helper()
+	topic := kafkatest.NewTopic(b, 3, nil)
+	cl := kafkatest.Client(b, kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	recs := make([]*kgo.Record, 0, 3*coldPerPartition)
+	for i := range 3 * coldPerPartition {
+		recs = append(recs, &kgo.Record{Partition: int32(i % 3), Value: fmt.Appendf(nil, `{"seq":%d,"pad":"%0180d"}`, i, 0)})
+	}
+	kafkatest.Produce(b, cl, recs...)
+	return topic, kafkaLog(b), []Range{{0, -1, coldPerPartition - 1}, {1, -1, coldPerPartition - 1}, {2, -1, coldPerPartition - 1}}
 }
