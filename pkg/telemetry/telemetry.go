@@ -123,3 +123,15 @@ func (t *Tracing) Shutdown(ctx context.Context) error {
 	}
 	return nil
 }
+
+// maxIDAttr bounds the ids put in span attributes: an id of thousands of partitions, or a long event id, is
+// cut, not exported whole.
+const maxIDAttr = 1024
+
+// CutID returns id as a span attribute takes it: cut after maxIDAttr bytes, with "..." to say so.
+func CutID(id string) string {
+	if len(id) > maxIDAttr {
+		return id[:maxIDAttr] + "..."
+	}
+	return id
+}

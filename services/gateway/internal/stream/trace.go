@@ -11,6 +11,8 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
+
+	tel "github.com/ssegate/ssegate/pkg/telemetry"
 )
 
 // What a stream reports beyond its counters (Stats): spans of its start and of the resume decision, and the
@@ -55,16 +57,6 @@ const (
 	attrRejoin  = attribute.Key("ssegate.resume.rejoin")
 )
 
-// maxIDAttr bounds the ids put in span attributes: an id of thousands of partitions is cut, not exported whole.
-const maxIDAttr = 1024
-
-func cutID(id string) string {
-	if len(id) > maxIDAttr {
-		return id[:maxIDAttr] + "..."
-	}
-	return id
-}
-
 // startSpan starts the span of a stream's start, a child of the request's trace context (kept in c.parent, as
 // a writer's goroutine serves a parked stream with a context of its own).
 func (c *conn) startSpan(ctx context.Context) (context.Context, trace.Span) {
@@ -83,7 +75,7 @@ func (c *conn) startSpan(ctx context.Context) (context.Context, trace.Span) {
 		span.SetAttributes(semconv.MessagingSystemKafka, semconv.MessagingDestinationName(c.t.Name), attrFrom.String(from),
 			attrKeys.Int(len(c.p.Keys)), attrEvents.StringSlice(sortedKeys(c.p.Events)))
 		if c.p.LastEventID != "" {
-			span.SetAttributes(attrLastID.String(cutID(c.p.LastEventID)))
+			span.SetAttributes(attrLastID.String(tel.CutID(c.p.LastEventID)))
 		}
 	}
 	return ctx, span
@@ -100,7 +92,7 @@ func (c *conn) endStartSpan(span trace.Span, err error) {
 		case err != nil:
 			span.SetStatus(codes.Error, err.Error())
 		default:
-			span.SetAttributes(attrLiveID.String(cutID(string(c.idBuf))))
+			span.SetAttributes(attrLiveID.String(tel.CutID(string(c.idBuf))))
 		}
 	}
 	span.End()

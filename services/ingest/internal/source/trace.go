@@ -11,6 +11,8 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
+
+	tel "github.com/ssegate/ssegate/pkg/telemetry"
 )
 
 // A source's spans: each connection attempt, each checkpoint read at a start, each transaction commit.
@@ -36,16 +38,6 @@ var (
 	attrDead       = attribute.Key("ssegate.ingest.dead_letter")
 )
 
-// maxIDAttr bounds the event ids put in span attributes.
-const maxIDAttr = 1024
-
-func cutID(id string) string {
-	if len(id) > maxIDAttr {
-		return id[:maxIDAttr] + "..."
-	}
-	return id
-}
-
 // propagator is how the connection's trace context goes to the upstream.
 var propagator propagation.TextMapPropagator = propagation.TraceContext{}
 
@@ -59,7 +51,7 @@ func (s *Source) startConnect(ctx context.Context, lastID string) (context.Conte
 			span.SetAttributes(semconv.ServerAddress(u.Hostname()), semconv.URLPath(u.Path))
 		}
 		if lastID != "" {
-			span.SetAttributes(attrLastID.String(cutID(lastID)))
+			span.SetAttributes(attrLastID.String(tel.CutID(lastID)))
 		}
 	}
 	return ctx, span
@@ -100,7 +92,7 @@ func (s *Source) traceCommit(ctx context.Context, id string, records, dead int, 
 	if span.IsRecording() {
 		span.SetAttributes(attrSource.String(s.spec.Name), semconv.MessagingSystemKafka,
 			semconv.MessagingOperationTypeSend, semconv.MessagingDestinationName(s.spec.Topic),
-			attrRecords.Int(records), attrDead.Int(dead), attrCheckpoint.String(cutID(id)))
+			attrRecords.Int(records), attrDead.Int(dead), attrCheckpoint.String(tel.CutID(id)))
 		if err != nil {
 			span.SetStatus(codes.Error, err.Error())
 		}
@@ -119,7 +111,7 @@ func (s *Source) traceCheckpoint(ctx context.Context, open func(context.Context)
 	if span.IsRecording() {
 		span.SetAttributes(attrSource.String(s.spec.Name), attrFound.Bool(found))
 		if found {
-			span.SetAttributes(attrCheckpoint.String(cutID(id)))
+			span.SetAttributes(attrCheckpoint.String(tel.CutID(id)))
 		}
 		if err != nil {
 			span.SetStatus(codes.Error, err.Error())
