@@ -125,30 +125,32 @@ func defaults() Config {
 	}
 }
 
+// setting is a gateway setting: the flag name, its SSEGATE_ variable, usage and value.
+func setting(name, usage string, v flag.Value) settings.Setting {
+	return settings.Setting{Name: name, Envs: []string{settings.EnvName("SSEGATE_", name)}, Usage: usage, Value: v}
+}
+
 func settingsOf(c *Config) []settings.Setting {
-	s := func(name, usage string, v flag.Value) settings.Setting {
-		return settings.Setting{Name: name, Envs: []string{settings.EnvName("SSEGATE_", name)}, Usage: usage, Value: v}
-	}
 	own := []settings.Setting{
-		s("topics", "topics to serve, comma-separated (required)", settings.List(&c.Topics)),
-		s("listen", "HTTP listen address of the clients' port (streams, dashboard)", settings.String(&c.Listen)),
-		s("admin-listen", "HTTP listen address of the admin port (metrics, healthz, readyz, pprof)", settings.String(&c.AdminListen)),
-		s("pprof", "serve Go's profiles at /debug/pprof/ on the admin port", settings.Bool(&c.Pprof)),
-		s("heartbeat", "default idle time before a keep-alive comment; 0 means none", settings.Duration(&c.Heartbeat)),
-		s("retry", "reconnection delay sent to clients in the retry: line", settings.Duration(&c.Retry)),
-		s("write-timeout", "time a client has to take each write before it is disconnected", settings.Duration(&c.WriteTimeout)),
-		s("writers", "writer goroutines serving idle HTTP/1.1 streams; 0 keeps a goroutine per stream", settings.Int(&c.Writers)),
-		s("write-linger", "wait after new frames before writing them, to batch writes; 0 writes at once", settings.Duration(&c.WriteLinger)),
-		s("endpoint-propagation", "how long a stopping gateway stays up, unready, before it drains, while endpoints and proxies drop it; new streams get a short retry and end", settings.Duration(&c.Propagation)),
-		s("drain", "window over which streams are closed at shutdown; 0 closes them at once", settings.Duration(&c.Drain)),
-		s("metadata-interval", "how often to look for new topics and partitions", settings.Duration(&c.MetadataInterval)),
-		s("prefill", "latest records per partition read into the ring at start; 0 means none", settings.Int64(&c.Prefill)),
-		s("key-partitioner", "how producers place keys: murmur2 (Kafka's default) or any", settings.String(&c.KeyPartitioner)),
-		s("replay-readers", "Kafka readers serving resumes the ring cannot serve, at most at once", settings.Int(&c.ReplayReaders)),
-		s("value-format", "how values are written into frames: auto (text as it is, other values base64), base64 or text (as it is, lossy)", settings.String(&c.ValueFormat)),
-		s("topic-value-format", "per-topic value formats overriding value-format, comma-separated topic=format pairs (orders=base64,logs=text)", settings.Map(&c.TopicValueFormats)),
-		s("demo-topic", "topic shown by the dashboard at / (default: the first topic)", settings.String(&c.DemoTopic)),
-		s("log-level", "lowest level logged: debug, info, warn, error", settings.Level(&c.LogLevel)),
+		setting("topics", "topics to serve, comma-separated (required)", settings.List(&c.Topics)),
+		setting("listen", "HTTP listen address of the clients' port (streams, dashboard)", settings.String(&c.Listen)),
+		setting("admin-listen", "HTTP listen address of the admin port (metrics, healthz, readyz, pprof)", settings.String(&c.AdminListen)),
+		setting("pprof", "serve Go's profiles at /debug/pprof/ on the admin port", settings.Bool(&c.Pprof)),
+		setting("heartbeat", "default idle time before a keep-alive comment; 0 means none", settings.Duration(&c.Heartbeat)),
+		setting("retry", "reconnection delay sent to clients in the retry: line", settings.Duration(&c.Retry)),
+		setting("write-timeout", "time a client has to take each write before it is disconnected", settings.Duration(&c.WriteTimeout)),
+		setting("writers", "writer goroutines serving idle HTTP/1.1 streams; 0 keeps a goroutine per stream", settings.Int(&c.Writers)),
+		setting("write-linger", "wait after new frames before writing them, to batch writes; 0 writes at once", settings.Duration(&c.WriteLinger)),
+		setting("endpoint-propagation", "how long a stopping gateway stays up, unready, before it drains, while endpoints and proxies drop it; new streams get a short retry and end", settings.Duration(&c.Propagation)),
+		setting("drain", "window over which streams are closed at shutdown; 0 closes them at once", settings.Duration(&c.Drain)),
+		setting("metadata-interval", "how often to look for new topics and partitions", settings.Duration(&c.MetadataInterval)),
+		setting("prefill", "latest records per partition read into the ring at start; 0 means none", settings.Int64(&c.Prefill)),
+		setting("key-partitioner", "how producers place keys: murmur2 (Kafka's default) or any", settings.String(&c.KeyPartitioner)),
+		setting("replay-readers", "Kafka readers serving resumes the ring cannot serve, at most at once", settings.Int(&c.ReplayReaders)),
+		setting("value-format", "how values are written into frames: auto (text as it is, other values base64), base64 or text (as it is, lossy)", settings.String(&c.ValueFormat)),
+		setting("topic-value-format", "per-topic value formats overriding value-format, comma-separated topic=format pairs (orders=base64,logs=text)", settings.Map(&c.TopicValueFormats)),
+		setting("demo-topic", "topic shown by the dashboard at / (default: the first topic)", settings.String(&c.DemoTopic)),
+		setting("log-level", "lowest level logged: debug, info, warn, error", settings.Level(&c.LogLevel)),
 	}
 	own = append(own, ringSettings(c)...)
 	own = append(own, otlpSetting(&c.OTLPEndpoint))

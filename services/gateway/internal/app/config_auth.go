@@ -1,7 +1,6 @@
 package app
 
 import (
-	"flag"
 	"fmt"
 	"maps"
 	"net/url"
@@ -70,27 +69,24 @@ func authDefaults() AuthConfig {
 }
 
 func authSettings(a *AuthConfig, cors *CORSConfig) []settings.Setting {
-	s := func(name, usage string, v flag.Value) settings.Setting {
-		return settings.Setting{Name: name, Envs: []string{settings.EnvName("SSEGATE_", name)}, Usage: usage, Value: v}
-	}
 	return []settings.Setting{
-		s("auth", "what topics ask of a token: none, optional or required (default: required with a key source, else none)", settings.String(&a.Mode)),
-		s("topic-auth", "per-topic auth modes overriding auth, comma-separated topic=mode pairs (prices=none,orders=required)", settings.Map(&a.TopicModes)),
-		s("auth-algorithms", "JWT algorithms accepted, comma-separated (HS256, RS256, PS256, ES256, EdDSA, ...)", settings.List(&a.Algorithms)),
-		s("auth-key-file", "PEM file of public keys or certificates verifying tokens; read again every auth-key-refresh", settings.String(&a.KeyFile)),
-		s("auth-hmac-secret-file", "file holding an HMAC secret (at least 32 bytes); read again every auth-key-refresh", settings.String(&a.HMACSecretFile)),
-		s("auth-jwks-url", "URL of a JWK Set of verification keys; fetched every auth-key-refresh and on an unknown kid", settings.String(&a.JWKSURL)),
-		s("auth-jwks-file", "JWK Set file of verification keys (oct keys are HMAC secrets); read again every auth-key-refresh", settings.String(&a.JWKSFile)),
-		s("auth-issuer", "iss every token must carry (default: not checked)", settings.String(&a.Issuer)),
-		s("auth-audience", "audiences, comma-separated, of which a token's aud must name one (default: not checked)", settings.List(&a.Audience)),
-		s("auth-leeway", "clock skew allowed on exp and nbf", settings.Duration(&a.Leeway)),
-		s("auth-key-refresh", "how often key files are read again and the JWKS URL fetched again", settings.Duration(&a.KeyRefresh)),
-		s("auth-claim", "name of the claim holding a token's scope (topics, keys, events)", settings.String(&a.Claim)),
-		s("auth-cookie", "cookie a token may come in (EventSource sends cookies, not headers); empty means none", settings.String(&a.Cookie)),
-		s("auth-query-token", "accept tokens in the access_token query parameter (they end up in proxies' logs)", settings.Bool(&a.QueryToken)),
-		s("auth-expiry-notice", "how long before a token expires its streams get event: token-expiring; 0 means no notice", settings.Duration(&a.ExpiryNotice)),
-		s("cors-origins", "origins whose pages may read the gateway, comma-separated: exact, https://*.example.com patterns, or *", settings.List(&cors.Origins)),
-		s("cors-credentials", "let allowed origins send cookies (needed for cookie tokens); refused with *", settings.Bool(&cors.Credentials)),
+		setting("auth", "what topics ask of a token: none, optional or required (default: required with a key source, else none)", settings.String(&a.Mode)),
+		setting("topic-auth", "per-topic auth modes overriding auth, comma-separated topic=mode pairs (prices=none,orders=required)", settings.Map(&a.TopicModes)),
+		setting("auth-algorithms", "JWT algorithms accepted, comma-separated (HS256, RS256, PS256, ES256, EdDSA, ...)", settings.List(&a.Algorithms)),
+		setting("auth-key-file", "PEM file of public keys or certificates verifying tokens; read again every auth-key-refresh", settings.String(&a.KeyFile)),
+		setting("auth-hmac-secret-file", "file holding an HMAC secret (at least 32 bytes); read again every auth-key-refresh", settings.String(&a.HMACSecretFile)),
+		setting("auth-jwks-url", "URL of a JWK Set of verification keys; fetched every auth-key-refresh and on an unknown kid", settings.String(&a.JWKSURL)),
+		setting("auth-jwks-file", "JWK Set file of verification keys (oct keys are HMAC secrets); read again every auth-key-refresh", settings.String(&a.JWKSFile)),
+		setting("auth-issuer", "iss every token must carry (default: not checked)", settings.String(&a.Issuer)),
+		setting("auth-audience", "audiences, comma-separated, of which a token's aud must name one (default: not checked)", settings.List(&a.Audience)),
+		setting("auth-leeway", "clock skew allowed on exp and nbf", settings.Duration(&a.Leeway)),
+		setting("auth-key-refresh", "how often key files are read again and the JWKS URL fetched again", settings.Duration(&a.KeyRefresh)),
+		setting("auth-claim", "name of the claim holding a token's scope (topics, keys, events)", settings.String(&a.Claim)),
+		setting("auth-cookie", "cookie a token may come in (EventSource sends cookies, not headers); empty means none", settings.String(&a.Cookie)),
+		setting("auth-query-token", "accept tokens in the access_token query parameter (they end up in proxies' logs)", settings.Bool(&a.QueryToken)),
+		setting("auth-expiry-notice", "how long before a token expires its streams get event: token-expiring; 0 means no notice", settings.Duration(&a.ExpiryNotice)),
+		setting("cors-origins", "origins whose pages may read the gateway, comma-separated: exact, https://*.example.com patterns, or *", settings.List(&cors.Origins)),
+		setting("cors-credentials", "let allowed origins send cookies (needed for cookie tokens); refused with *", settings.Bool(&cors.Credentials)),
 	}
 }
 

@@ -1,7 +1,6 @@
 package app
 
 import (
-	"flag"
 	"fmt"
 	"net"
 	"time"
@@ -56,24 +55,21 @@ func limitDefaults() LimitConfig {
 }
 
 func limitSettings(c *LimitConfig) []settings.Setting {
-	s := func(name, usage string, v flag.Value) settings.Setting {
-		return settings.Setting{Name: name, Envs: []string{settings.EnvName("SSEGATE_", name)}, Usage: usage, Value: v}
-	}
 	ss := []settings.Setting{
-		s("max-streams", "most streams open at once on this pod; 0 means no limit", settings.Int(&c.MaxStreams)),
-		s("stream-rate", "most new streams per second on this pod; 0 means no limit", settings.Int(&c.StreamRate)),
-		s("stream-burst", "new streams that may come at once within stream-rate; 0 means stream-rate", settings.Int(&c.StreamBurst)),
-		s("max-streams-per-ip", "most streams of one client address (IPv6: a /64), cluster-wide with redis-addr; 0 means no limit", settings.Int(&c.MaxPerIP)),
-		s("max-streams-per-subject", "most streams of one token subject, cluster-wide with redis-addr; 0 means no limit", settings.Int(&c.MaxPerSubject)),
-		s("trusted-proxies", "address ranges (CIDR) of proxies whose X-Forwarded-For is believed, comma-separated", settings.List(&c.TrustedProxies)),
+		setting("max-streams", "most streams open at once on this pod; 0 means no limit", settings.Int(&c.MaxStreams)),
+		setting("stream-rate", "most new streams per second on this pod; 0 means no limit", settings.Int(&c.StreamRate)),
+		setting("stream-burst", "new streams that may come at once within stream-rate; 0 means stream-rate", settings.Int(&c.StreamBurst)),
+		setting("max-streams-per-ip", "most streams of one client address (IPv6: a /64), cluster-wide with redis-addr; 0 means no limit", settings.Int(&c.MaxPerIP)),
+		setting("max-streams-per-subject", "most streams of one token subject, cluster-wide with redis-addr; 0 means no limit", settings.Int(&c.MaxPerSubject)),
+		setting("trusted-proxies", "address ranges (CIDR) of proxies whose X-Forwarded-For is believed, comma-separated", settings.List(&c.TrustedProxies)),
 	}
 	ss = append(ss, settings.RedisSettings(&c.Redis, "SSEGATE_",
 		"Redis host:port where streams per address and subject are counted cluster-wide; empty counts them per pod")...)
 	return append(ss,
-		s("quota-key-prefix", "prefix of the Redis keys of the counts", settings.String(&c.QuotaKeyPrefix)),
-		s("quota-expiry", "how long a pod's counts outlive it in Redis (a dead pod's slots are free within it)", settings.Duration(&c.QuotaExpiry)),
-		s("quota-timeout", "longest a new stream waits for Redis", settings.Duration(&c.QuotaTimeout)),
-		s("quota-failure", "when Redis cannot answer: open (this pod's own counts decide) or closed (refuse with 503)", settings.String(&c.QuotaFailure)),
+		setting("quota-key-prefix", "prefix of the Redis keys of the counts", settings.String(&c.QuotaKeyPrefix)),
+		setting("quota-expiry", "how long a pod's counts outlive it in Redis (a dead pod's slots are free within it)", settings.Duration(&c.QuotaExpiry)),
+		setting("quota-timeout", "longest a new stream waits for Redis", settings.Duration(&c.QuotaTimeout)),
+		setting("quota-failure", "when Redis cannot answer: open (this pod's own counts decide) or closed (refuse with 503)", settings.String(&c.QuotaFailure)),
 	)
 }
 

@@ -18,17 +18,14 @@ const minRing = 64 << 10
 // ringSettings are the settings that size the topics' rings: ring-bytes per topic, or one ring-budget for
 // the pod shared by the topics above a ring-floor; topic-ring-bytes gives single topics their own size.
 func ringSettings(c *Config) []settings.Setting {
-	s := func(name, usage string, v flag.Value) settings.Setting {
-		return settings.Setting{Name: name, Envs: []string{settings.EnvName("SSEGATE_", name)}, Usage: usage, Value: v}
-	}
 	return []settings.Setting{
-		s("ring-bytes", "memory of each topic's ring of recent frames (bytes, or with KiB/MiB/GiB); not with ring-budget",
+		setting("ring-bytes", "memory of each topic's ring of recent frames (bytes, or with KiB/MiB/GiB); not with ring-budget",
 			settings.Bytes(&c.RingBytes)),
-		s("ring-budget", "memory of all the topics' rings together, shared by their traffic (bytes, or with KiB/MiB/GiB); 0 means none: ring-bytes per topic",
+		setting("ring-budget", "memory of all the topics' rings together, shared by their traffic (bytes, or with KiB/MiB/GiB); 0 means none: ring-bytes per topic",
 			settings.Bytes(&c.RingBudget)),
-		s("ring-floor", "with ring-budget, the smallest ring of a topic (bytes, or with KiB/MiB/GiB)",
+		setting("ring-floor", "with ring-budget, the smallest ring of a topic (bytes, or with KiB/MiB/GiB)",
 			settings.Bytes(&c.RingFloor)),
-		s("topic-ring-bytes", "per-topic ring sizes, comma-separated topic=size pairs (orders=256MiB,audit=1MiB): instead of ring-bytes, or fixed shares of ring-budget",
+		setting("topic-ring-bytes", "per-topic ring sizes, comma-separated topic=size pairs (orders=256MiB,audit=1MiB): instead of ring-bytes, or fixed shares of ring-budget",
 			settings.Map(&c.TopicRingBytes)),
 	}
 }
