@@ -7,7 +7,7 @@
 // data cells (shown) as one JSON line.
 // CHROMIUM names the browser binary (default /usr/bin/chromium); SCREENSHOT, if set, is where a PNG of
 // the page is written at the end.
-import { chromium } from "playwright-core";
+import { launch } from "./launch.mjs";
 
 const [url, countArg, timeoutArg] = process.argv.slice(2);
 const count = Number(countArg);
@@ -17,13 +17,7 @@ if (!url || !Number.isInteger(count) || count < 0) {
   process.exit(2);
 }
 
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-  args: [
-    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-  ],
-});
+const browser = await launch();
 try {
   const page = await browser.newPage();
   page.on("pageerror", (err) => console.error("page error:", err.message));

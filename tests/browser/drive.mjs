@@ -9,7 +9,7 @@
 // "full": true the whole page). Every answer is
 // {"ok": true, ...} or {"error": "..."}; the first line, once the page has loaded, is {"ok": true}.
 // CHROMIUM names the browser binary (default /usr/bin/chromium).
-import { chromium } from "playwright-core";
+import { launch } from "./launch.mjs";
 import { createInterface } from "node:readline";
 
 const [url] = process.argv.slice(2);
@@ -17,13 +17,7 @@ if (!url) {
   console.error("usage: node drive.mjs URL");
   process.exit(2);
 }
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-  args: [
-    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-  ],
-});
+const browser = await launch();
 const answer = (o) => console.log(JSON.stringify(o));
 try {
   const page = await browser.newPage({ viewport: { width: 1100, height: 900 } });

@@ -6,7 +6,7 @@
 // Prints "open" once the EventSource is connected, or "closed" if it failed for good first; then waits until
 // the page has received COUNT events (or its EventSource is closed) and prints window.ssegate as one JSON line.
 // CHROMIUM names the browser binary (default /usr/bin/chromium).
-import { chromium } from "playwright-core";
+import { launch } from "./launch.mjs";
 
 const [url, countArg, timeoutArg] = process.argv.slice(2);
 const count = Number(countArg);
@@ -16,13 +16,7 @@ if (!url || !Number.isInteger(count) || count < 0) {
   process.exit(2);
 }
 
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-  args: [
-    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-  ],
-});
+const browser = await launch();
 try {
   const page = await browser.newPage();
   page.on("pageerror", (err) => console.error("page error:", err.message));
