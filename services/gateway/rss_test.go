@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/base64"
 	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -20,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/ssegate/ssegate/pkg/kafkatest"
+	"github.com/ssegate/ssegate/pkg/proctest"
 )
 
 // TestMeasureRSS8Topics is a measurement for docs/benchmarks.md, not a regular test: it fills 8 one-partition
@@ -71,8 +70,8 @@ func TestMeasureRSS8Topics(t *testing.T) {
 		{"ring-budget 64MiB", "SSEGATE_RING_BUDGET=64MiB", ""},
 		{"ring-budget 64MiB, GOMEMLIMIT of the chart", "SSEGATE_RING_BUDGET=64MiB", chart64},
 	} {
-		admin := freeAddr(t)
-		cmd := exec.CommandContext(context.Background(), bin, "--listen", freeAddr(t), "--admin-listen", admin, "--log-level", "warn")
+		admin := proctest.FreeAddr(t)
+		cmd := exec.CommandContext(context.Background(), bin, "--listen", proctest.FreeAddr(t), "--admin-listen", admin, "--log-level", "warn")
 		cmd.Env = append(os.Environ(), "KAFKA_BROKERS="+strings.Join(brokers, ","), "SSEGATE_TOPICS="+strings.Join(names, ","), "SSEGATE_PREFILL=20000", run.env)
 		if run.goMem != "" {
 			cmd.Env = append(cmd.Env, run.goMem)
@@ -86,7 +85,7 @@ func TestMeasureRSS8Topics(t *testing.T) {
 		ready := time.Since(began)
 		time.Sleep(3 * time.Second) // a measurement settling, not a synchronization
 		metrics := get(admin, "/metrics")
-		rss, hwm := procStatus(t, cmd.Process.Pid, "VmRSS"), procStatus(t, cmd.Process.Pid, "VmHWM")
+		rss, hwm := proctest.Status(t, cmd.Process.Pid, "VmRSS"), proctest.Status(t, cmd.Process.Pid, "VmHWM")
 		t.Logf("%s: ready in %v; VmRSS %s, VmHWM %s; rings: memory %.1f MiB, frame bytes %.1f MiB, frames %.0f, capacity %.1f MiB",
 			run.name, ready.Round(100*time.Millisecond), rss, hwm, sum(metrics, "ssegate_ring_memory_bytes")/(1<<20),
 			sum(metrics, "ssegate_ring_bytes")/(1<<20), sum(metrics, "ssegate_ring_frames"), sum(metrics, "ssegate_ring_capacity_bytes")/(1<<20))
@@ -122,33 +121,4 @@ func sum(body, metric string) float64 {
 		}
 	}
 	return total
-}
-
-// procStatus returns the value of field in /proc/<pid>/status, such as "41236 kB".
-func procStatus(t *testing.T, pid int, field string) string {
-	t.Helper()
-	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = f.Close() }()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if k, v, ok := strings.Cut(sc.Text(), ":"); ok && k == field {
-			return strings.TrimSpace(v)
-		}
-	}
-	t.Fatalf("no %s in /proc/%d/status", field, pid)
-	return ""
-}
-
-// freeAddr returns a loopback address with a port that was free a moment ago.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = ln.Close() }()
-	return ln.Addr().String()
 }

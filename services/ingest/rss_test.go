@@ -1,22 +1,20 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/ssegate/ssegate/pkg/kafkatest"
+	"github.com/ssegate/ssegate/pkg/proctest"
 	"github.com/ssegate/ssegate/pkg/ssetest"
 )
 
@@ -53,7 +51,7 @@ func TestMeasureRSS100Sources(t *testing.T) {
 	if err := os.WriteFile(cfgPath, []byte(cfg.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	addr := freeAddr(t)
+	addr := proctest.FreeAddr(t)
 	logPath := filepath.Join(dir, "log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
@@ -82,7 +80,7 @@ func TestMeasureRSS100Sources(t *testing.T) {
 	if got := streaming(addr); got != n {
 		t.Fatalf("%d sources streaming after settling, want %d", got, n)
 	}
-	rss, hwm := procStatus(t, cmd.Process.Pid, "VmRSS"), procStatus(t, cmd.Process.Pid, "VmHWM")
+	rss, hwm := proctest.Status(t, cmd.Process.Pid, "VmRSS"), proctest.Status(t, cmd.Process.Pid, "VmHWM")
 	t.Logf("ingest with %d streaming sources: VmRSS %s, VmHWM %s", n, rss, hwm)
 }
 
@@ -114,33 +112,4 @@ func streaming(addr string) int {
 		}
 	}
 	return n
-}
-
-// procStatus returns the value of field in /proc/<pid>/status, such as "41236 kB".
-func procStatus(t *testing.T, pid int, field string) string {
-	t.Helper()
-	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = f.Close() }()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if k, v, ok := strings.Cut(sc.Text(), ":"); ok && k == field {
-			return strings.TrimSpace(v)
-		}
-	}
-	t.Fatalf("no %s in /proc/%d/status", field, pid)
-	return ""
-}
-
-// freeAddr returns a loopback address with a port that was free a moment ago.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = ln.Close() }()
-	return ln.Addr().String()
 }

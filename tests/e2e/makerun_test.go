@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/ssegate/ssegate/pkg/kafkatest"
+	"github.com/ssegate/ssegate/pkg/proctest"
 )
 
 // TestMakeRun runs `make run`'s script the way a newcomer does, against the test's Kafka (KAFKA_BROKERS set, so
@@ -118,6 +119,6 @@ func TestMakeRun(t *testing.T) {
 // freePort returns a loopback port that was free a moment ago.
 func freePort(t *testing.T) string {
 	t.Helper()
-	_, port, _ := net.SplitHostPort(freeAddr(t))
+	_, port, _ := net.SplitHostPort(proctest.FreeAddr(t))
 	return port
 }

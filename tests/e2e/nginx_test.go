@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ssegate/ssegate/pkg/kafkatest"
+	"github.com/ssegate/ssegate/pkg/proctest"
 )
 
 // nginxBinary returns the nginx binary to run: $NGINX_BIN (scripts/with-services.sh sets it to the copy
@@ -54,7 +55,7 @@ type nginx struct {
 // startNginx runs nginx in front of upstreams, and stops it when the test ends.
 func startNginx(t *testing.T, bin string, upstreams []string) *nginx {
 	t.Helper()
-	n := &nginx{bin: bin, dir: t.TempDir(), addr: freeAddr(t), done: make(chan struct{})}
+	n := &nginx{bin: bin, dir: t.TempDir(), addr: proctest.FreeAddr(t), done: make(chan struct{})}
 	n.writeConfig(t, upstreams)
 	n.cmd = exec.CommandContext(context.Background(), bin, n.args()...)
 	n.cmd.Env = nginxEnv()

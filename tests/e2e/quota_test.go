@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ssegate/ssegate/pkg/kafkatest"
+	"github.com/ssegate/ssegate/pkg/proctest"
 	"github.com/ssegate/ssegate/pkg/redistest"
 )
 
@@ -33,7 +34,7 @@ func TestQuotaSurvivesSIGKILL(t *testing.T) {
 		proc   *process
 	}
 	start := func(name string) pod {
-		addr, admin := freeAddr(t), freeAddr(t)
+		addr, admin := proctest.FreeAddr(t), proctest.FreeAddr(t)
 		p := startProcess(t, name, filepath.Join(bin, "gateway"), brokers,
 			"--topics", topic, "--listen", addr, "--admin-listen", admin, "--prefill", "0",
 			"--max-streams-per-ip", strconv.Itoa(maxPerIP), "--redis-addr", redisAddr, "--quota-key-prefix", prefix,

@@ -17,6 +17,7 @@ import (
 
 	"github.com/ssegate/ssegate/pkg/kafkatest"
 	"github.com/ssegate/ssegate/pkg/position"
+	"github.com/ssegate/ssegate/pkg/proctest"
 )
 
 // The timings of TestRollingRestartBehindNginx, the chart's (endpointPropagationSeconds 5, drainSeconds 10,
@@ -56,8 +57,8 @@ func TestRollingRestartBehindNginx(t *testing.T) {
 		t.Logf("%s has no --endpoint-propagation: running it without", gatewayBin)
 	}
 	gws := []*rolloutGateway{
-		{name: "gateway-0", addr: freeAddr(t), admin: freeAddr(t)},
-		{name: "gateway-1", addr: freeAddr(t), admin: freeAddr(t)},
+		{name: "gateway-0", addr: proctest.FreeAddr(t), admin: proctest.FreeAddr(t)},
+		{name: "gateway-1", addr: proctest.FreeAddr(t), admin: proctest.FreeAddr(t)},
 	}
 	for _, g := range gws {
 		g.start(t, gatewayBin, brokers, args)

@@ -7,7 +7,6 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -23,6 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/ssegate/ssegate/pkg/kafkatest"
+	"github.com/ssegate/ssegate/pkg/proctest"
 )
 
 // value is what the test writes to topic A: its key and its sequence number within the key, so that
@@ -47,7 +47,7 @@ func TestRoundTripThroughGatewayAndIngest(t *testing.T) {
 	cpTopic := kafkatest.TopicName(t)
 	t.Cleanup(func() { _, _ = kafkatest.Admin(t).DeleteTopic(context.Background(), cpTopic) })
 
-	gwAddr, gwAdmin := freeAddr(t), freeAddr(t)
+	gwAddr, gwAdmin := proctest.FreeAddr(t), proctest.FreeAddr(t)
 	startProcess(t, "gateway", filepath.Join(bin, "gateway"), brokers,
 		"--topics", topicA, "--listen", gwAddr, "--admin-listen", gwAdmin, "--retry", "200ms", "--prefill", "0")
 	waitReady(t, "gateway", "http://"+gwAdmin+"/readyz")
@@ -99,12 +99,12 @@ sources:
 		}
 	})
 
-	ingest := startProcess(t, "ingest", filepath.Join(bin, "ingest"), brokers, ingestArgs(freeAddr(t))...)
+	ingest := startProcess(t, "ingest", filepath.Join(bin, "ingest"), brokers, ingestArgs(proctest.FreeAddr(t))...)
 	// Kill ingest once some events went through, while A is still being written.
 	poll(t, 60*time.Second, "ingest to commit some records to B", func() bool { return countAll(t, topicB) >= 150 })
 	ingest.kill(t)
 	t.Logf("ingest killed with %d records in B, %d of %d written to A", countAll(t, topicB), producedN.Load(), total)
-	restartAddr := freeAddr(t)
+	restartAddr := proctest.FreeAddr(t)
 	startProcess(t, "ingest (restarted)", filepath.Join(bin, "ingest"), brokers, ingestArgs(restartAddr)...)
 
 	select {
@@ -282,17 +282,6 @@ func cleanEnv() []string {
 		out = append(out, kv)
 	}
 	return out
-}
-
-// freeAddr returns a loopback address with a port that was free a moment ago.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = ln.Close() }()
-	return ln.Addr().String()
 }
 
 func waitReady(t *testing.T, name, url string) {

@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -28,6 +27,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/ssegate/ssegate/pkg/kafkatest"
+	"github.com/ssegate/ssegate/pkg/proctest"
 )
 
 const root = "../.."
@@ -117,7 +117,7 @@ func startStack(t *testing.T) stack {
 		t.Fatalf("delete records: %v %v", err, res.Error())
 	}
 
-	gw, admin := freeAddr(t), freeAddr(t)
+	gw, admin := proctest.FreeAddr(t), proctest.FreeAddr(t)
 	startProcess(t, "gateway", filepath.Join(bin, "gateway"), brokers,
 		"--topics", topic, "--listen", gw, "--admin-listen", admin, "--heartbeat", "1s")
 	waitReady(t, "gateway", "http://"+admin+"/readyz")
@@ -134,7 +134,7 @@ sources:
 `, source, gw, topic, sourceTopic), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ingest := freeAddr(t)
+	ingest := proctest.FreeAddr(t)
 	startProcess(t, "ingest", filepath.Join(bin, "ingest"), brokers,
 		"--config", cfg, "--listen", ingest, "--checkpoint-topic", cpTopic)
 	waitReady(t, "ingest", "http://"+ingest+"/readyz")
@@ -470,16 +470,6 @@ func startProcess(t *testing.T, name, path, brokers string, args ...string) {
 			t.Logf("%s log:\n%s", name, b)
 		}
 	})
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = ln.Close() }()
-	return ln.Addr().String()
 }
 
 func waitReady(t *testing.T, name, url string) {

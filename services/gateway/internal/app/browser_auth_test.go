@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"html/template"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -19,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/ssegate/ssegate/pkg/kafkatest"
+	"github.com/ssegate/ssegate/pkg/proctest"
 )
 
 // crossOriginPage is a page of another origin than the gateway's (an app that uses it): it opens an
@@ -116,19 +116,6 @@ func (p *pageRun) report(t *testing.T) crossOriginReport {
 	return r
 }
 
-// freeAddr returns a loopback address nothing listens on, for a gateway that restarts on the same port.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	var lc net.ListenConfig
-	ln, err := lc.Listen(t.Context(), "tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
-	return addr
-}
-
 // userRecords produces n rounds of records: user-42's "user-42/<i>", and other users' in between.
 func userRecords(t *testing.T, cl *kgo.Client, from, n int) {
 	t.Helper()
@@ -162,7 +149,7 @@ func checkUserEvents(t *testing.T, evs []pageEvent, n int) {
 func TestBrowserCrossOriginCookie(t *testing.T) {
 	browserTools(t)
 	topic := kafkatest.NewTopic(t, 3, nil)
-	addr := freeAddr(t)
+	addr := proctest.FreeAddr(t)
 	gatewayURL := "http://" + addr + "/streams/" + topic
 	tok := token(t, testSecret, time.Now().Add(time.Hour), map[string]any{"topics": []string{topic}, "keys": []string{"user-42"}}, nil)
 	app := appServer(t, gatewayURL, func(bool) string { return tok })
@@ -218,7 +205,7 @@ func TestBrowserCrossOriginCookie(t *testing.T) {
 func TestBrowserTokenRefresh(t *testing.T) {
 	browserTools(t)
 	topic := kafkatest.NewTopic(t, 3, nil)
-	addr := freeAddr(t)
+	addr := proctest.FreeAddr(t)
 	scope := map[string]any{"topics": []string{topic}, "keys": []string{"user-42"}}
 	first := time.Now().Add(5 * time.Second).Truncate(time.Second)
 	var refreshes atomic.Int32
