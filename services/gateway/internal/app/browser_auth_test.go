@@ -2,14 +2,11 @@ package app
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"html/template"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -74,23 +71,7 @@ type pageRun struct {
 
 func openPage(t *testing.T, url string, n int, timeout time.Duration) *pageRun {
 	t.Helper()
-	node, chromium, dir := browserTools(t)
-	ctx, cancel := context.WithTimeout(t.Context(), timeout+30*time.Second)
-	t.Cleanup(cancel)
-	cmd := exec.CommandContext(ctx, node, "page.mjs", url, fmt.Sprint(n), fmt.Sprint(timeout.Milliseconds()))
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "CHROMIUM="+chromium)
-	cmd.Stderr = t.Output()
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Wait() })
-	lines := bufio.NewScanner(out)
-	lines.Buffer(nil, 16<<20)
+	_, lines := startDriver(t, timeout+30*time.Second, nil, "page.mjs", url, fmt.Sprint(n), fmt.Sprint(timeout.Milliseconds()))
 	if !lines.Scan() {
 		t.Fatalf("the page did not start: %v", lines.Err())
 	}

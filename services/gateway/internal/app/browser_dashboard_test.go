@@ -2,12 +2,10 @@ package app
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -28,21 +26,8 @@ type pageDriver struct {
 
 func drivePage(t *testing.T, url string) *pageDriver {
 	t.Helper()
-	node, chromium, dir := browserTools(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
-	t.Cleanup(cancel)
-	cmd := exec.CommandContext(ctx, node, "drive.mjs", url)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "CHROMIUM="+chromium)
-	cmd.Stderr = t.Output()
-	in, _ := cmd.StdinPipe()
-	out, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	d := &pageDriver{in: in, out: bufio.NewScanner(out)}
-	d.out.Buffer(nil, 16<<20)
-	t.Cleanup(func() { _ = in.Close(); _ = cmd.Wait() })
+	in, out := startDriver(t, 3*time.Minute, nil, "drive.mjs", url)
+	d := &pageDriver{in: in, out: out}
 	d.answer(t, "load "+url)
 	return d
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -207,23 +208,8 @@ type dashboardPage struct {
 
 func openDashboard(t *testing.T, url string, n int, timeout time.Duration) *dashboardPage {
 	t.Helper()
-	node, chromium, dir := browserTools(t)
-	ctx, cancel := context.WithTimeout(t.Context(), timeout+30*time.Second)
-	t.Cleanup(cancel)
-	cmd := exec.CommandContext(ctx, node, "dashboard.mjs", url, fmt.Sprint(n), fmt.Sprint(timeout.Milliseconds()))
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "CHROMIUM="+chromium, "SCREENSHOT="+filepath.Join(t.TempDir(), "dashboard.png"))
-	cmd.Stderr = t.Output()
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Wait() })
-	lines := bufio.NewScanner(out)
-	lines.Buffer(nil, 16<<20)
+	_, lines := startDriver(t, timeout+30*time.Second, []string{"SCREENSHOT=" + filepath.Join(t.TempDir(), "dashboard.png")},
+		"dashboard.mjs", url, fmt.Sprint(n), fmt.Sprint(timeout.Milliseconds()))
 	if !lines.Scan() || lines.Text() != "open" {
 		t.Fatalf("the page did not connect: %q %v", lines.Text(), lines.Err())
 	}
@@ -267,4 +253,34 @@ func (d *dashboardPage) fullReport(t *testing.T) pageReport {
 		t.Fatalf("page report: %v", err)
 	}
 	return r
+}
+
+// startDriver runs a page driver of tests/browser (script, with args) under node for at most timeout, with
+// Debian's Chromium and env added to the environment; its stderr goes to the test's output. It returns the
+// driver's stdin and its stdout, line by line; the driver is waited for when the test ends (close stdin first
+// for one that reads it).
+func startDriver(t *testing.T, timeout time.Duration, env []string, script string, args ...string) (io.WriteCloser, *bufio.Scanner) {
+	t.Helper()
+	node, chromium, dir := browserTools(t)
+	ctx, cancel := context.WithTimeout(t.Context(), timeout)
+	t.Cleanup(cancel)
+	cmd := exec.CommandContext(ctx, node, append([]string{script}, args...)...)
+	cmd.Dir = dir
+	cmd.Env = append(append(os.Environ(), "CHROMIUM="+chromium), env...)
+	cmd.Stderr = t.Output()
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = in.Close(); _ = cmd.Wait() })
+	lines := bufio.NewScanner(out)
+	lines.Buffer(nil, 16<<20)
+	return in, lines
 }
