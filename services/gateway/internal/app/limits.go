@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 
@@ -63,20 +62,17 @@ func (a *App) admit(c *gin.Context, subject string) (*limit.Lease, error) {
 	return a.limits.Admit(r.Context(), ip, subject)
 }
 
-// registerLimitMetrics adds the limiter's instruments to the telemetry: refused streams by kind (on the
-// refused counter registerAuth made, which it must have been called for), quota store errors by operation,
-// and streams admitted on this pod's counts alone while Redis could not answer.
+// registerLimitMetrics adds the limiter's instruments to the telemetry: refused streams by kind (on the one
+// refused counter, see refusedCounter), quota store errors by operation, and streams admitted on this pod's
+// counts alone while Redis could not answer.
 func (t *telemetry) registerLimitMetrics(l *limit.Limiter, store *limit.Redis) error {
 	m := t.provider.Meter("github.com/ssegate/ssegate/services/gateway")
-	refused := t.refused
-	if refused == nil {
-		return errors.New("metric instrument: the refused counter is not registered")
-	}
+	refused, err1 := t.refusedCounter()
 	storeErrors, err2 := m.Int64ObservableCounter("ssegate.quota.store.errors",
 		metric.WithDescription("Failed calls to the quota store (Redis), by operation"))
 	failOpen, err3 := m.Int64ObservableCounter("ssegate.quota.fail_open",
 		metric.WithDescription("Streams admitted on this pod's own counts because the quota store could not answer"))
-	for _, err := range []error{err2, err3} {
+	for _, err := range []error{err1, err2, err3} {
 		if err != nil {
 			return fmt.Errorf("metric instrument: %w", err)
 		}

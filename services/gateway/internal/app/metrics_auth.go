@@ -10,12 +10,25 @@ import (
 	"github.com/ssegate/ssegate/services/gateway/internal/stream"
 )
 
+// refusedCounter returns the counter of stream requests refused before the stream started, made on its first
+// use: the gate (registerAuth) and the limiter (registerLimitMetrics) each report their refusals on it.
+func (t *telemetry) refusedCounter() (metric.Int64ObservableCounter, error) {
+	if t.refused == nil {
+		c, err := t.provider.Meter("github.com/ssegate/ssegate/services/gateway").Int64ObservableCounter("ssegate.streams.refused",
+			metric.WithDescription("Stream requests refused before the stream started, by reason: a token missing or refused, a scope that does not allow the request, an origin not allowed, a limit (with its kind)"))
+		if err != nil {
+			return nil, fmt.Errorf("metric instrument: %w", err)
+		}
+		t.refused = c
+	}
+	return t.refused, nil
+}
+
 // registerAuth adds the metrics of who may read what to the telemetry: streams refused before they start, by
-// reason, and token-expiring frames sent. Like the others, they read counters at scrape time. The refused
-// counter is the one registerLimitMetrics reports the limits' refusals on.
+// reason, and token-expiring frames sent. Like the others, they read counters at scrape time.
 func (t *telemetry) registerAuth(topics []string, stats map[string]*stream.Stats, refused refusals) error {
 	m := t.provider.Meter("github.com/ssegate/ssegate/services/gateway")
-	refusedC, err1 := m.Int64ObservableCounter("ssegate.streams.refused", metric.WithDescription("Stream requests refused before the stream started, by reason: a token missing or refused, a scope that does not allow the request, an origin not allowed, a limit (with its kind)"))
+	refusedC, err1 := t.refusedCounter()
 	expiring, err2 := m.Int64ObservableCounter("ssegate.tokens.expiring", metric.WithDescription("token-expiring events sent to streams whose token expires soon"))
 	for _, err := range []error{err1, err2} {
 		if err != nil {
@@ -43,6 +56,5 @@ func (t *telemetry) registerAuth(topics []string, stats map[string]*stream.Stats
 	if err != nil {
 		return fmt.Errorf("metric callback: %w", err)
 	}
-	t.refused = refusedC
 	return nil
 }
