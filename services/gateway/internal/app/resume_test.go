@@ -584,14 +584,7 @@ func TestResyncAheadRecreatedTopic(t *testing.T) {
 	cl := kafkatest.Client(t, kgo.DefaultProduceTopic(topic))
 	produceN(t, cl, 0, 5, 10)
 	ctx := kafkatest.Context(t)
-	adm := kafkatest.Admin(t)
-	if _, err := adm.DeleteTopic(ctx, topic); err != nil {
-		t.Fatalf("delete topic: %v", err)
-	}
-	kafkatest.WaitFor(t, 30*time.Second, "the topic to be created again", func() bool {
-		resp, err := adm.CreateTopic(ctx, 1, 1, nil, topic)
-		return err == nil && resp.Err == nil
-	})
+	recreateTopic(t, ctx, topic, 1)
 	// A new client: the old one's metadata describes the deleted topic. The producer retries until the new
 	// topic has a leader.
 	cl2 := kafkatest.Client(t, kgo.DefaultProduceTopic(topic))

@@ -308,14 +308,7 @@ func TestTopicRecreatedWhileServed(t *testing.T) {
 	cl := kafkatest.Client(t, kgo.DefaultProduceTopic(topic))
 	produceN(t, cl, 0, 8, 10) // seq 0 and 4 are order.paid
 	readN(t, c.p, 2)
-	adm := kafkatest.Admin(t)
-	if _, err := adm.DeleteTopic(ctx, topic); err != nil {
-		t.Fatal(err)
-	}
-	kafkatest.WaitFor(t, 30*time.Second, "the topic to be created again", func() bool {
-		resp, err := adm.CreateTopic(ctx, 1, 1, nil, topic)
-		return err == nil && resp.Err == nil
-	})
+	recreateTopic(t, ctx, topic, 1)
 	cl2 := kafkatest.Client(t, kgo.DefaultProduceTopic(topic))
 	// Wait for the gateway to notice before producing: the resync then skips nothing.
 	time.Sleep(2 * time.Second)
@@ -360,14 +353,7 @@ func TestTopicRecreatedWithFewerPartitions(t *testing.T) {
 	g.waitReady(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
-	adm := kafkatest.Admin(t)
-	if _, err := adm.DeleteTopic(ctx, topic); err != nil {
-		t.Fatal(err)
-	}
-	kafkatest.WaitFor(t, 30*time.Second, "the topic to be created again", func() bool {
-		resp, err := adm.CreateTopic(ctx, 1, 1, nil, topic)
-		return err == nil && resp.Err == nil
-	})
+	recreateTopic(t, ctx, topic, 1)
 	time.Sleep(2 * time.Second) // the gateway notices within its metadata interval (200 ms here)
 	g.waitReady(t)
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, g.url+"/streams/"+topic+"?lastEventId=v1:2-5", nil)
@@ -386,4 +372,17 @@ func TestTopicRecreatedWithFewerPartitions(t *testing.T) {
 	if ev := c.next(t); ev.Data != "new-0" || ev.ID != "v1:0-0" {
 		t.Fatalf("a new stream on the new topic: %+v, want new-0 with id v1:0-0", ev)
 	}
+}
+
+// recreateTopic deletes topic and creates it again with partitions partitions, once the broker lets it.
+func recreateTopic(t *testing.T, ctx context.Context, topic string, partitions int32) {
+	t.Helper()
+	adm := kafkatest.Admin(t)
+	if _, err := adm.DeleteTopic(ctx, topic); err != nil {
+		t.Fatal(err)
+	}
+	kafkatest.WaitFor(t, 30*time.Second, "the topic to be created again", func() bool {
+		resp, err := adm.CreateTopic(ctx, partitions, 1, nil, topic)
+		return err == nil && resp.Err == nil
+	})
 }
