@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"sync/atomic"
 	"syscall"
@@ -41,11 +42,12 @@ type client struct {
 
 // connOpts says how one stream is opened and read.
 type connOpts struct {
-	url     string // full stream URL with query
-	lastID  string // Last-Event-ID header; empty for a new stream
-	opened  func() // called once the opening block has been read
-	rcvBuf  int    // SO_RCVBUF for the socket; 0 leaves the kernel default
-	measure bool   // record latencies (slow mode leaves out the slow ones)
+	url     string     // full stream URL with query
+	lastID  string     // Last-Event-ID header; empty for a new stream
+	opened  func()     // called once the opening block has been read
+	rcvBuf  int        // SO_RCVBUF for the socket; 0 leaves the kernel default
+	local   netip.Addr // source address to bind (see source.go); the zero Addr lets the kernel choose
+	measure bool       // record latencies (slow mode leaves out the slow ones)
 
 	// Slow mode: when stopRead closes, the stream stops reading; when check closes, it reads what is left
 	// for up to checkWait to learn whether the gateway closed it meanwhile.
@@ -54,10 +56,13 @@ type connOpts struct {
 	checkWait time.Duration
 }
 
-// dialer connects with an optional small receive buffer, so a client that stops reading fills its socket
-// quickly (otherwise loopback autotuning lets it absorb megabytes first).
-func dialer(rcvBuf int) *net.Dialer {
+// dialer connects from local (when valid) with an optional small receive buffer, so a client that stops
+// reading fills its socket quickly (otherwise loopback autotuning lets it absorb megabytes first).
+func dialer(rcvBuf int, local netip.Addr) *net.Dialer {
 	d := &net.Dialer{Timeout: 10 * time.Second}
+	if local.IsValid() {
+		d.LocalAddr = localTCPAddr(local)
+	}
 	if rcvBuf > 0 {
 		d.Control = func(_, _ string, c syscall.RawConn) error {
 			var serr error
@@ -83,7 +88,11 @@ func (c *client) stream(ctx context.Context, sh *shared, o connOpts) error {
 	if o.lastID != "" {
 		req.Header.Set("Last-Event-ID", o.lastID)
 	}
-	conn, err := dialer(o.rcvBuf).DialContext(ctx, "tcp", req.URL.Host)
+	network, local := "tcp", netip.Addr{}
+	if o.local.IsValid() && bindsSource(req.URL.Hostname()) {
+		network, local = "tcp4", o.local
+	}
+	conn, err := dialer(o.rcvBuf, local).DialContext(ctx, network, req.URL.Host)
 	if err != nil {
 		return fmt.Errorf("connect: %w", err)
 	}

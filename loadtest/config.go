@@ -21,7 +21,7 @@ const (
 )
 
 // maxConnections bounds --connections.
-const maxConnections = 10000
+const maxConnections = 100_000
 
 // config is everything the flags say.
 type config struct {
@@ -39,6 +39,8 @@ type config struct {
 	Keys        int
 	GatewayPIDs []int
 	ConnectPar  int
+	PerSource   int // connections per loopback source address (source.go); 0 lets the kernel choose
+	IdleProbe   int // idle: records produced after measuring, which every connection must receive
 	ReadyWait   time.Duration
 	DrainWait   time.Duration
 	JSON        bool
@@ -78,6 +80,9 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.IntVar(&c.Size, "size", 200, "bytes per record value (JSON, padded)")
 	fs.IntVar(&c.Keys, "keys", 1000, "distinct record keys, used round-robin")
 	fs.StringVar(&pids, "gateway-pid", "", "gateway process ids, comma-separated, for CPU seconds and RSS per connection from /proc")
+	fs.IntVar(&c.PerSource, "conns-per-source", 2000,
+		"connections that share one loopback source address (127.1.0.1, 127.1.0.2, ...); 0 lets the kernel choose (one address, ports run out near 28,000)")
+	fs.IntVar(&c.IdleProbe, "idle-probe", 3, "idle: records produced after measuring, which every connection must then receive; 0 skips the check")
 	fs.IntVar(&c.ConnectPar, "connect-concurrency", 64, "connections being opened at the same time")
 	fs.DurationVar(&c.ReadyWait, "ready-timeout", 60*time.Second, "how long to wait for every gateway's /readyz; 0 skips the check")
 	fs.DurationVar(&c.DrainWait, "drain-timeout", 15*time.Second, "after producing stops, how long clients get to receive everything")
@@ -165,6 +170,8 @@ func (c config) validate() error {
 		{c.Keys < 1, "--keys: want at least 1"},
 		{c.Partitions < 1 || c.Partitions > 1000, "--partitions: want 1 to 1000"},
 		{c.ConnectPar < 1, "--connect-concurrency: want at least 1"},
+		{c.PerSource < 0 || (c.PerSource > 0 && (c.Connections-1)/c.PerSource >= sourceAddrs), "--conns-per-source: want 0 or more"},
+		{c.IdleProbe < 0, "--idle-probe: want 0 or more"},
 		{c.ReadyWait < 0 || c.DrainWait <= 0, "--ready-timeout and --drain-timeout: want more than 0"},
 		{c.StormConsume < 0 || c.StormGap < 0 || c.StormWindow < 0, "--storm-*: durations must not be negative"},
 		{c.SlowFraction <= 0 || c.SlowFraction >= 1, "--slow-fraction: want more than 0 and less than 1"},

@@ -51,7 +51,7 @@ func TestParseConfig(t *testing.T) {
 	}
 	c, err := parseConfig([]string{
 		"--mode=slow", "--url=http://127.0.0.1:1/,http://[::1]:2", "--admin-url=http://127.0.0.1:3,http://[::1]:4/", "--gateway-pid=10,11",
-		"--duration=9s", "--connections=10000",
+		"--duration=9s", "--connections=100000",
 	}, env, io.Discard)
 	if err != nil {
 		t.Fatal(err)
@@ -62,7 +62,9 @@ func TestParseConfig(t *testing.T) {
 	}
 	for _, args := range [][]string{
 		{"--mode=burst"},
-		{"--connections=10001"},
+		{"--connections=100001"},
+		{"--conns-per-source=-1"},
+		{"--idle-probe=-1"},
 		{"--connections=0"},
 		{"--gateway-pid=abc"},
 		{"--rate=-1"},

@@ -159,6 +159,30 @@ func (k *kafka) produce(ctx context.Context, rate float64, size, keys int, st *p
 	_ = k.cl.Flush(fctx)
 }
 
+// produceN produces n records synchronously (keys k-0, k-1, ...) and counts them in st.
+func (k *kafka) produceN(ctx context.Context, n, size, keys int, st *produceStats) error {
+	rs := make([]*kgo.Record, n)
+	for i := range rs {
+		rs[i] = &kgo.Record{
+			Key:   []byte("k-" + strconv.Itoa(i%keys)),
+			Value: makeValue(time.Now().UnixNano(), int64(i), size),
+		}
+	}
+	st.sent.Add(int64(n))
+	for _, pr := range k.cl.ProduceSync(ctx, rs...) {
+		if pr.Err != nil {
+			st.failed.Add(1)
+			st.lastErr.Store(&pr.Err)
+			continue
+		}
+		st.acked.Add(1)
+	}
+	if st.failed.Load() > 0 {
+		return fmt.Errorf("produce to %s: %d of %d records failed: %w", k.topic, st.failed.Load(), n, *st.lastErr.Load())
+	}
+	return nil
+}
+
 // makeValue returns the JSON value for one record, padded with "x" to size bytes when it is shorter.
 func makeValue(tsNanos, seq int64, size int) []byte {
 	b := make([]byte, 0, max(size, 64))

@@ -19,6 +19,24 @@ port=${LOADTEST_PORT:-$(freeport)}
 admin_port=${LOADTEST_ADMIN_PORT:-$(freeport)}
 log=$repo/.run/loadtest-gateway.log
 
+nofile=${LOADTEST_NOFILE:-131072}
+hard=$(ulimit -Hn)
+if [ "$hard" != unlimited ] && [ "$hard" -lt "$nofile" ]; then
+	if [ "$(id -u)" = 0 ] && ulimit -Hn "$nofile" 2>/dev/null; then
+		echo "loadtest: raised the open-file hard limit from $hard to $nofile for the gateway and the tool" >&2
+	else
+		echo "loadtest: the open-file hard limit is $hard and cannot be raised (that needs root with CAP_SYS_RESOURCE): the gateway holds fewer than $hard streams" >&2
+	fi
+fi
+somaxconn=$(cat /proc/sys/net/core/somaxconn 2>/dev/null || echo 4096)
+if [ "$somaxconn" -lt 4096 ]; then
+	if [ "$(id -u)" = 0 ] && sysctl -q -w net.core.somaxconn=4096 2>/dev/null; then
+		echo "loadtest: raised net.core.somaxconn from $somaxconn to 4096 (the gateway's accept queue)" >&2
+	else
+		echo "loadtest: net.core.somaxconn is $somaxconn (not root, left alone): keep --connect-concurrency below it" >&2
+	fi
+fi
+
 SSEGATE_TOPICS=$topic SSEGATE_LISTEN=127.0.0.1:$port SSEGATE_ADMIN_LISTEN=127.0.0.1:$admin_port \
 	SSEGATE_METADATA_INTERVAL=${SSEGATE_METADATA_INTERVAL:-1s} \
 	SSEGATE_DRAIN=${SSEGATE_DRAIN:-0} "$repo/.run/bin/gateway" 2>"$log" &

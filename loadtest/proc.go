@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -93,4 +94,115 @@ func sampleProcs(root string, pids []int) (procSample, error) {
 		s.RSSBytes += rss
 	}
 	return s, nil
+}
+
+// parseNetstat returns the TcpExt counters named in names from the contents of /proc/net/netstat, which
+// holds pairs of lines per protocol: "TcpExt: Name1 Name2 ..." and then "TcpExt: 1 2 ...". A name that is not
+// there is an error.
+func parseNetstat(r io.Reader, names ...string) (map[string]int64, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	var header []string
+	for sc.Scan() {
+		rest, ok := strings.CutPrefix(sc.Text(), "TcpExt:")
+		if !ok {
+			continue
+		}
+		if header == nil {
+			header = strings.Fields(rest)
+			continue
+		}
+		values := strings.Fields(rest)
+		if len(values) != len(header) {
+			return nil, fmt.Errorf("%w: netstat TcpExt has %d names and %d values", errProcFormat, len(header), len(values))
+		}
+		out := make(map[string]int64, len(names))
+		for _, want := range names {
+			i := slices.Index(header, want)
+			if i < 0 {
+				return nil, fmt.Errorf("%w: netstat TcpExt has no %s", errProcFormat, want)
+			}
+			v, err := strconv.ParseInt(values[i], 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("%w: netstat %s: %w", errProcFormat, want, err)
+			}
+			out[want] = v
+		}
+		return out, nil
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	return nil, fmt.Errorf("%w: no TcpExt lines in netstat", errProcFormat)
+}
+
+// listenDrops returns TcpExt ListenOverflows + ListenDrops of the network namespace: connection attempts a
+// listener's full accept queue (or SYN queue) turned away. The client retries the SYN a second later, so a
+// burst that overflows the backlog shows as a slow open rather than a failure.
+func listenDrops(root string) (int64, error) {
+	f, err := os.Open(root + "/net/netstat")
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = f.Close() }()
+	m, err := parseNetstat(f, "ListenOverflows", "ListenDrops")
+	if err != nil {
+		return 0, err
+	}
+	return m["ListenOverflows"] + m["ListenDrops"], nil
+}
+
+// parseNoFileLimit returns the soft "Max open files" limit from the contents of /proc/<pid>/limits
+// ("Max open files  20000  20000  files"); 0 means unlimited.
+func parseNoFileLimit(r io.Reader) (uint64, error) {
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		rest, ok := strings.CutPrefix(sc.Text(), "Max open files")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(rest)
+		if len(f) < 2 {
+			return 0, fmt.Errorf("%w: limits line %q", errProcFormat, sc.Text())
+		}
+		if f[0] == "unlimited" {
+			return 0, nil
+		}
+		n, err := strconv.ParseUint(f[0], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("%w: open files limit: %w", errProcFormat, err)
+		}
+		return n, nil
+	}
+	if err := sc.Err(); err != nil {
+		return 0, err
+	}
+	return 0, fmt.Errorf("%w: no Max open files line", errProcFormat)
+}
+
+// gatewayFDReserve is what a gateway keeps open besides its streams: listeners, Kafka and Redis connections,
+// the epoll descriptor, its log.
+const gatewayFDReserve = 64
+
+// checkGatewayNoFile fails when a gateway's open-file limit is too low for the streams the run sends it
+// (perGateway), which would otherwise show as connections that never open: the kernel completes the TCP
+// handshake, but the gateway's accept fails with EMFILE and it never reads the request.
+func checkGatewayNoFile(root string, pids []int, perGateway int) error {
+	for _, pid := range pids {
+		f, err := os.Open(root + "/" + strconv.Itoa(pid) + "/limits")
+		if err != nil {
+			return fmt.Errorf("gateway pid %d: %w", pid, err)
+		}
+		n, err := parseNoFileLimit(f)
+		_ = f.Close()
+		if err != nil {
+			return fmt.Errorf("gateway pid %d: %w", pid, err)
+		}
+		if need := uint64(perGateway + gatewayFDReserve); n != 0 && n < need {
+			return fmt.Errorf("%w: gateway pid %d may open %d files, and %d streams need about %d: "+
+				"raise its hard limit before starting it (ulimit -Hn, as root; loadtest/local.sh does when it can)",
+				errNoFile, pid, n, perGateway, need)
+		}
+	}
+	return nil
 }

@@ -2,7 +2,9 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"math"
+	"os"
 	"strings"
 	"testing"
 )
@@ -63,5 +65,71 @@ func TestSampleProcsTestdata(t *testing.T) {
 	}
 	if _, err := sampleProcs("testdata/proc", []int{1}); err == nil {
 		t.Fatal("a missing pid gave no error")
+	}
+}
+
+func TestParseNetstat(t *testing.T) {
+	const good = "TcpExt: SyncookiesSent ListenOverflows ListenDrops TCPHPHits\n" +
+		"TcpExt: 0 12 30 991\n" +
+		"IpExt: InNoRoutes ListenDrops\n" +
+		"IpExt: 5 77\n"
+	m, err := parseNetstat(strings.NewReader(good), "ListenOverflows", "ListenDrops")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m["ListenOverflows"] != 12 || m["ListenDrops"] != 30 {
+		t.Fatalf("counters = %v, want ListenOverflows 12 and ListenDrops 30 from TcpExt", m)
+	}
+	bad := []struct{ name, text string }{
+		{"no TcpExt", "IpExt: A\nIpExt: 1\n"},
+		{"names without values", "TcpExt: ListenOverflows ListenDrops\n"},
+		{"fewer values", "TcpExt: ListenOverflows ListenDrops\nTcpExt: 1\n"},
+		{"missing counter", "TcpExt: ListenOverflows\nTcpExt: 1\n"},
+		{"not a number", "TcpExt: ListenOverflows ListenDrops\nTcpExt: 1 x\n"},
+	}
+	for _, tc := range bad {
+		if _, err := parseNetstat(strings.NewReader(tc.text), "ListenOverflows", "ListenDrops"); err == nil {
+			t.Errorf("%s: parsed without an error", tc.name)
+		}
+	}
+}
+
+func TestCheckGatewayNoFile(t *testing.T) {
+	const limits = "Limit                     Soft Limit           Hard Limit           Units     \n" +
+		"Max processes             unlimited            unlimited            processes \n" +
+		"Max open files            %s                %s                files     \n"
+	tests := []struct {
+		name    string
+		soft    string
+		streams int
+		wantErr bool
+	}{
+		{"room to spare", "131072", 50_000, false},
+		{"exactly enough", "20064", 20_000, false},
+		{"too few", "20000", 50_000, true},
+		{"just short of the reserve", "20000", 19_990, true},
+		{"unlimited", "unlimited", 100_000, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			if err := os.MkdirAll(root+"/42", 0o755); err != nil {
+				t.Fatal(err)
+			}
+			text := fmt.Sprintf(limits, tc.soft, tc.soft)
+			if err := os.WriteFile(root+"/42/limits", []byte(text), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			err := checkGatewayNoFile(root, []int{42}, tc.streams)
+			if tc.wantErr != (err != nil) {
+				t.Fatalf("err = %v, want an error: %v", err, tc.wantErr)
+			}
+			if err != nil && (!errors.Is(err, errNoFile) || !strings.Contains(err.Error(), "pid 42")) {
+				t.Fatalf("err = %v, want errNoFile naming the pid", err)
+			}
+		})
+	}
+	if err := checkGatewayNoFile(t.TempDir(), []int{42}, 10); err == nil {
+		t.Fatal("a missing /proc entry passed")
 	}
 }

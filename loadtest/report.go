@@ -71,6 +71,14 @@ type result struct {
 	RSSAfterBytes     int64   `json:"gateway_rss_after_bytes,omitempty"`
 	RSSPerConnBytes   float64 `json:"gateway_rss_per_conn_bytes,omitempty"`
 
+	// idle
+	Sources             string        `json:"source_addrs,omitempty"`
+	ListenDrops         int64         `json:"listen_drops"` // -1: /proc/net/netstat could not be read
+	ToolRSSBytes        int64         `json:"tool_rss_bytes,omitempty"`
+	ToolRSSPerConnBytes float64       `json:"tool_rss_per_conn_bytes,omitempty"`
+	ProbeTime           time.Duration `json:"-"`
+	ProbeSeconds        float64       `json:"probe_reached_all_s,omitempty"`
+
 	// storm
 	Reopened       int              `json:"reopened,omitempty"`
 	Served         int              `json:"served,omitempty"`
@@ -94,7 +102,7 @@ func (r *result) judge(cfg config) {
 	if r.Opened < r.Connections {
 		fail("%d of %d connections did not open", r.Connections-r.Opened, r.Connections)
 	}
-	if cfg.Mode != modeIdle {
+	if cfg.Mode != modeIdle || cfg.IdleProbe > 0 {
 		if r.Lost > 0 {
 			fail("%d records lost over %d connections", r.Lost, r.ConnsWithErrors)
 		}
@@ -154,14 +162,20 @@ func (r *result) summary() string {
 			fmt.Fprintf(&b, " closed_write_failed=+%.0f closed_behind=+%.0f", g.ClosedWrite, g.ClosedBehind)
 		}
 	case modeIdle:
-		fmt.Fprintf(&b, " open_time=%.2fs", r.OpenTime.Seconds())
+		fmt.Fprintf(&b, " open_time=%.2fs listen_drops=%d sources=%s", r.OpenTime.Seconds(), r.ListenDrops, r.Sources)
+		if r.Produced > 0 {
+			fmt.Fprintf(&b, " probe=%d delivered=%d probe_reached_all=%.2fs", r.Produced, r.Delivered, r.ProbeTime.Seconds())
+		}
 	}
-	if r.Mode != modeIdle {
+	if r.Mode != modeIdle || r.Produced > 0 {
 		fmt.Fprintf(&b, " lost=%d dup=%d max_lost/conn=%d max_dup/conn=%d", r.Lost, r.Dup, r.MaxLostPerConn, r.MaxDupPerConn)
 	}
 	fmt.Fprintf(&b, " conn_errors=%d", r.ConnErrors)
 	if r.RSSAfterBytes > 0 {
 		fmt.Fprintf(&b, " gateway_rss=%.1fMiB rss/conn=%.1fKiB", float64(r.RSSAfterBytes)/(1<<20), r.RSSPerConnBytes/1024)
+	}
+	if r.ToolRSSBytes > 0 {
+		fmt.Fprintf(&b, " tool_rss=%.1fMiB tool_rss/conn=%.1fKiB", float64(r.ToolRSSBytes)/(1<<20), r.ToolRSSPerConnBytes/1024)
 	}
 	if r.GatewayCPUSeconds > 0 {
 		fmt.Fprintf(&b, " gateway_cpu=%.2fs", r.GatewayCPUSeconds)
@@ -186,5 +200,6 @@ func (r *result) write(out, errw io.Writer, asJSON bool) error {
 	r.ElapsedSeconds = r.Elapsed.Seconds()
 	r.OpenSeconds = r.OpenTime.Seconds()
 	r.ServeAllSecs = r.TimeToServeAll.Seconds()
+	r.ProbeSeconds = r.ProbeTime.Seconds()
 	return json.NewEncoder(out).Encode(r)
 }

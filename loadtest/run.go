@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"os"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 )
 
@@ -33,8 +33,15 @@ func (r *runner) streamURL(base string) string {
 
 func run(ctx context.Context, cfg config) (result, error) {
 	r := &runner{cfg: cfg, hc: &http.Client{Timeout: 10 * time.Second}}
-	r.res = result{Mode: cfg.Mode, Connections: cfg.Connections, Rate: cfg.Rate, Size: cfg.Size, Topic: cfg.Topic}
-	if err := raiseNoFile(uint64(cfg.Connections) + 256); err != nil {
+	r.res = result{
+		Mode: cfg.Mode, Connections: cfg.Connections, Rate: cfg.Rate, Size: cfg.Size, Topic: cfg.Topic,
+		Sources: sourceSpan(cfg.Connections, cfg.PerSource),
+	}
+	if err := raiseNoFile(sysRlimits{}, noFileFor(cfg.Connections)); err != nil {
+		return r.res, err
+	}
+	perGateway := (cfg.Connections + len(cfg.URLs) - 1) / len(cfg.URLs)
+	if err := checkGatewayNoFile("/proc", cfg.GatewayPIDs, perGateway); err != nil {
 		return r.res, err
 	}
 	k, err := newKafka(cfg.Brokers, cfg.Topic)
@@ -75,25 +82,6 @@ func run(ctx context.Context, cfg config) (result, error) {
 		err = r.slow(ctx)
 	}
 	return r.res, err
-}
-
-// raiseNoFile raises the soft RLIMIT_NOFILE to at least n, up to the hard limit.
-func raiseNoFile(n uint64) error {
-	var lim syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
-		return fmt.Errorf("getrlimit: %w", err)
-	}
-	if lim.Cur >= n {
-		return nil
-	}
-	if lim.Max < n {
-		return fmt.Errorf("need %d open files, the hard limit is %d (raise it with ulimit -Hn as root)", n, lim.Max)
-	}
-	lim.Cur = n
-	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
-		return fmt.Errorf("setrlimit to %d: %w", n, err)
-	}
-	return nil
 }
 
 // waitReady polls every gateway's /readyz (on its admin port) until it answers 200.
@@ -150,6 +138,9 @@ func (r *runner) connect(ctx context.Context, opts func(i int) connOpts, delay f
 	sem := make(chan struct{}, r.cfg.ConnectPar)
 	for i, c := range r.clients {
 		o := opts(i)
+		if r.cfg.PerSource > 0 {
+			o.local = sourceAddr(i, r.cfg.PerSource)
+		}
 		g.wg.Go(func() {
 			if d := delay(i); d > 0 {
 				select {
@@ -348,12 +339,19 @@ func (r *runner) steady(ctx context.Context) error {
 	return nil
 }
 
-// idle: N connections without traffic or heartbeats; RSS per connection once they are all open.
+// idle: N connections without traffic or heartbeats; RSS per connection (the gateways' and the tool's own)
+// once they are all open. Then, unless --idle-probe=0, a few records that every connection must receive:
+// without them a connection the gateway had silently dropped would pass for an open one.
 func (r *runner) idle(ctx context.Context) error {
 	before, err := r.procs()
 	if err != nil {
 		return err
 	}
+	self0, err := sampleProcs("/proc", []int{os.Getpid()})
+	if err != nil {
+		return err
+	}
+	drops0, dropsErr := listenDrops("/proc")
 	t0 := time.Now()
 	g, opened, err := r.connect(ctx, func(i int) connOpts {
 		return connOpts{url: r.streamURL(r.cfg.URLs[i%len(r.cfg.URLs)]), measure: true}
@@ -364,10 +362,21 @@ func (r *runner) idle(ctx context.Context) error {
 	}
 	defer g.stop()
 	r.res.OpenTime = time.Since(t0)
+	if drops1, err := listenDrops("/proc"); err == nil && dropsErr == nil {
+		r.res.ListenDrops = drops1 - drops0
+	} else {
+		r.res.ListenDrops = -1
+	}
 	sleep(ctx, r.cfg.Duration) // let the gateway settle (GC, buffers) before measuring
 	if err := r.measureRSS(before, opened); err != nil {
 		return err
 	}
+	self1, err := sampleProcs("/proc", []int{os.Getpid()})
+	if err != nil {
+		return err
+	}
+	r.res.ToolRSSBytes = self1.RSSBytes
+	r.res.ToolRSSPerConnBytes = float64(self1.RSSBytes-self0.RSSBytes) / float64(max(opened, 1))
 	after, err := r.procs()
 	if err != nil {
 		return err
@@ -375,6 +384,25 @@ func (r *runner) idle(ctx context.Context) error {
 	r.res.GatewayCPUSeconds = after.CPUSeconds - before.CPUSeconds
 	r.res.Elapsed = time.Since(t0)
 	r.res.ConnErrors = r.sh.connErrs.Load()
+	if r.cfg.IdleProbe == 0 {
+		return nil
+	}
+	p0 := time.Now()
+	if err := r.k.produceN(ctx, r.cfg.IdleProbe, r.cfg.Size, r.cfg.Keys, &r.prod); err != nil {
+		return err
+	}
+	ends, err := r.waitCaughtUp(ctx, r.clients)
+	if err != nil {
+		return err
+	}
+	reached := time.Since(p0)
+	g.stop()
+	r.res.ConnErrors = r.sh.connErrs.Load()
+	r.produced()
+	r.account(r.clients, ends)
+	if r.res.Lost == 0 {
+		r.res.ProbeTime = reached
+	}
 	return nil
 }
 
