@@ -44,6 +44,7 @@ type config struct {
 	ReadyWait   time.Duration
 	DrainWait   time.Duration
 	JSON        bool
+	CPUProfile  string // file for the tool's own CPU profile (runtime/pprof); empty means none
 
 	StormConsume time.Duration
 	StormGap     time.Duration
@@ -86,6 +87,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.IntVar(&c.ConnectPar, "connect-concurrency", 64, "connections being opened at the same time")
 	fs.DurationVar(&c.ReadyWait, "ready-timeout", 60*time.Second, "how long to wait for every gateway's /readyz; 0 skips the check")
 	fs.DurationVar(&c.DrainWait, "drain-timeout", 15*time.Second, "after producing stops, how long clients get to receive everything")
+	fs.StringVar(&c.CPUProfile, "cpu-profile", "", "write the tool's own CPU profile for the whole run to this file (go tool pprof)")
 	fs.BoolVar(&c.JSON, "json", false, "after the summary line, print the full result as one JSON line")
 	fs.DurationVar(&c.StormConsume, "storm-consume", 3*time.Second, "storm: how long clients consume before they all disconnect")
 	fs.DurationVar(&c.StormGap, "storm-gap", 5*time.Second, "storm: how long records are produced while every client is away")

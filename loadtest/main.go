@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 )
 
@@ -25,6 +26,14 @@ func mainStatus() int {
 		fmt.Fprintln(os.Stderr, "loadtest:", err)
 		return 2
 	}
+	if cfg.CPUProfile != "" {
+		stopProfile, err := startCPUProfile(cfg.CPUProfile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "loadtest:", err)
+			return 1
+		}
+		defer stopProfile()
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	res, err := run(ctx, cfg)
@@ -41,4 +50,22 @@ func mainStatus() int {
 		return 1
 	}
 	return 0
+}
+
+// startCPUProfile starts profiling the tool into path; the returned function stops and closes it.
+func startCPUProfile(path string) (func(), error) {
+	f, err := os.Create(path) //nolint:gosec // the operator names the profile file
+	if err != nil {
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			fmt.Fprintln(os.Stderr, "loadtest: cpu profile:", err)
+		}
+	}, nil
 }

@@ -82,8 +82,8 @@ func (t *tracker) open(id string, now time.Time) error {
 	return nil
 }
 
-// frame accounts for one event with the given id.
-func (t *tracker) frame(id string, now time.Time) {
+// frame accounts for one event with the given id, received at clk's time.
+func (t *tracker) frame(id string, clk *lazyClock) {
 	v, err := position.Parse(id)
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -103,7 +103,9 @@ func (t *tracker) frame(id string, now time.Time) {
 		t.delivered++
 		t.lost += adv - 1
 	}
-	t.checkTarget(now)
+	if t.target != nil && t.reachedAt.IsZero() {
+		t.checkTarget(clk.now())
+	}
 }
 
 // checkTarget stamps reachedAt when high covers target. The caller holds mu.

@@ -105,14 +105,14 @@ func TestTracker(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, id := range tc.frames {
-				tr.frame(id, now)
+				tr.frame(id, &lazyClock{now})
 			}
 			if tc.resume != "" {
 				if err := tr.open(tc.resume, now); err != nil {
 					t.Fatal(err)
 				}
 				for _, id := range tc.after {
-					tr.frame(id, now)
+					tr.frame(id, &lazyClock{now})
 				}
 			}
 			if tc.ends != nil {
@@ -135,11 +135,11 @@ func TestTrackerTarget(t *testing.T) {
 	if !tr.reached().IsZero() || tr.caughtUp([]int64{6, 6}) {
 		t.Fatal("target reached before the records arrived")
 	}
-	tr.frame("v1:0-5.1-4", t0.Add(time.Second))
+	tr.frame("v1:0-5.1-4", &lazyClock{t0.Add(time.Second)})
 	if !tr.reached().IsZero() {
 		t.Fatal("target reached one record early")
 	}
-	tr.frame("v1:0-5.1-5", t0.Add(2*time.Second))
+	tr.frame("v1:0-5.1-5", &lazyClock{t0.Add(2 * time.Second)})
 	if got := tr.reached(); !got.Equal(t0.Add(2 * time.Second)) {
 		t.Fatalf("reached = %v, want %v", got, t0.Add(2*time.Second))
 	}

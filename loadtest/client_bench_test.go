@@ -1,0 +1,62 @@
+package main
+
+import (
+	"bytes"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/ssegate/ssegate/pkg/sse"
+)
+
+// streamBody is what the gateway sends one connection for n records over three partitions: frames of a
+// 200-byte value with the id vector moving one offset at a time.
+func streamBody(n int) []byte {
+	var b bytes.Buffer
+	offs := [3]int64{1000, 2000, 3000}
+	for i := range n {
+		offs[i%3]++
+		b.WriteString("id: v1:0-")
+		b.WriteString(strconv.FormatInt(offs[0], 10))
+		b.WriteString(".1-")
+		b.WriteString(strconv.FormatInt(offs[1], 10))
+		b.WriteString(".2-")
+		b.WriteString(strconv.FormatInt(offs[2], 10))
+		b.WriteString("\ndata: ")
+		b.Write(makeValue(time.Now().UnixNano(), int64(i), 200))
+		b.WriteString("\n\n")
+	}
+	return b.Bytes()
+}
+
+// BenchmarkReadFrames is the tool's cost per received frame (parse, id check, counters), the part a
+// connection's goroutine spends on each of the millions of deliveries of a storm.
+func BenchmarkReadFrames(b *testing.B) {
+	const frames = 10_000
+	body := streamBody(frames)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(body)))
+	var sh shared
+	for b.Loop() {
+		b.StopTimer()
+		c := &client{}
+		if err := c.tr.open("v1:0-1000.1-2000.2-3000", time.Now()); err != nil {
+			b.Fatal(err)
+		}
+		p := sse.NewParser(bytes.NewReader(body))
+		b.StartTimer()
+		for range frames {
+			ev, err := p.Next()
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := c.event(&sh, ev, false); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if n := c.tr.counts(); n.Delivered != frames || n.Lost != 0 || n.Dup != 0 {
+			b.Fatalf("counts = %+v, want %d delivered and nothing lost or duplicated", n, frames)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*frames), "ns/frame")
+}
