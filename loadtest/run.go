@@ -130,8 +130,9 @@ func (g *group) stop() {
 }
 
 // connect starts one stream per client (opts gives each one's options; delay each one's start) and waits
-// until every stream has read its opening block or failed. It returns the streams' group and how many opened.
-func (r *runner) connect(ctx context.Context, opts func(i int) connOpts, delay func(i int) time.Duration) (*group, int, error) {
+// until every stream has read its opening block or failed, for 30 s plus 5 ms per client plus extra. It
+// returns the streams' group and how many opened.
+func (r *runner) connect(ctx context.Context, opts func(i int) connOpts, delay func(i int) time.Duration, extra time.Duration) (*group, int, error) {
 	gctx, cancel := context.WithCancel(ctx)
 	g := &group{cancel: cancel}
 	var settled, opened atomic.Int64
@@ -170,13 +171,20 @@ func (r *runner) connect(ctx context.Context, opts func(i int) connOpts, delay f
 			}
 		})
 	}
-	timeout := 30*time.Second + time.Duration(len(r.clients))*5*time.Millisecond
-	timeout += r.cfg.StormWindow // the delays of a storm's reconnects
+	timeout := 30*time.Second + time.Duration(len(r.clients))*5*time.Millisecond + extra
 	deadline := time.Now().Add(timeout)
 	for settled.Load() < int64(len(r.clients)) {
 		if time.Now().After(deadline) {
 			g.stop()
-			return nil, int(opened.Load()), fmt.Errorf("only %d of %d connections opened within %v", opened.Load(), len(r.clients), timeout)
+			first := ""
+			for _, c := range r.clients {
+				if c.err != nil {
+					first = fmt.Sprintf("; connection %d: %v", c.n, c.err)
+					break
+				}
+			}
+			return nil, int(opened.Load()), fmt.Errorf("only %d of %d connections opened within %v (%d failed, the others were still opening)%s",
+				opened.Load(), len(r.clients), timeout, r.sh.connErrs.Load(), first)
 		}
 		select {
 		case <-ctx.Done():
@@ -300,7 +308,7 @@ func (r *runner) steady(ctx context.Context) error {
 	}
 	g, opened, err := r.connect(ctx, func(i int) connOpts {
 		return connOpts{url: r.streamURL(r.cfg.URLs[i%len(r.cfg.URLs)]), measure: true}
-	}, noDelay)
+	}, noDelay, 0)
 	r.res.Opened = opened
 	if err != nil {
 		return err
@@ -355,7 +363,7 @@ func (r *runner) idle(ctx context.Context) error {
 	t0 := time.Now()
 	g, opened, err := r.connect(ctx, func(i int) connOpts {
 		return connOpts{url: r.streamURL(r.cfg.URLs[i%len(r.cfg.URLs)]), measure: true}
-	}, noDelay)
+	}, noDelay, 0)
 	r.res.Opened = opened
 	if err != nil {
 		return err

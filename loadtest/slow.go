@@ -26,7 +26,7 @@ func (r *runner) slow(ctx context.Context) error {
 			o.rcvBuf, o.stopRead, o.check, o.checkWait = r.cfg.SlowRcvBuf, stopRead, check, r.cfg.SlowCheck
 		}
 		return o
-	}, noDelay)
+	}, noDelay, 0)
 	r.res.Opened = opened
 	if err != nil {
 		return err

@@ -10,7 +10,7 @@ import (
 // their last ids within a window. Every client must get exactly what it missed.
 func (r *runner) storm(ctx context.Context) error {
 	urlOf := func(i int) string { return r.cfg.URLs[i%len(r.cfg.URLs)] }
-	g, opened, err := r.connect(ctx, func(i int) connOpts { return connOpts{url: r.streamURL(urlOf(i)), measure: true} }, noDelay)
+	g, opened, err := r.connect(ctx, func(i int) connOpts { return connOpts{url: r.streamURL(urlOf(i)), measure: true} }, noDelay, 0)
 	r.res.Opened = opened
 	if err != nil {
 		return err
@@ -63,7 +63,10 @@ func (r *runner) storm(ctx context.Context) error {
 	}
 	g, reopened, err := r.connect(ctx, func(i int) connOpts {
 		return connOpts{url: r.streamURL(next(i)), lastID: r.clients[i].tr.last()}
-	}, func(int) time.Duration { return jitter(r.cfg.StormWindow) })
+	}, func(int) time.Duration { return jitter(r.cfg.StormWindow) },
+		// Reconnected clients are served what they missed while the others are still connecting, and on a
+		// small machine that can slow the connects down as much as the catch-up: give them the drain time.
+		r.cfg.StormWindow+r.cfg.DrainWait)
 	r.res.Reopened = reopened
 	if err != nil {
 		return err
