@@ -46,10 +46,11 @@ type config struct {
 	JSON        bool
 	CPUProfile  string // file for the tool's own CPU profile (runtime/pprof); empty means none
 
-	StormConsume time.Duration
-	StormGap     time.Duration
-	StormWindow  time.Duration
-	StormCross   bool
+	StormConsume       time.Duration
+	StormGap           time.Duration
+	StormWindow        time.Duration
+	StormCross         bool
+	StormStopProducing bool // stop producing at the end of the gap rather than once every client is served
 
 	SlowFraction float64
 	SlowAfter    time.Duration // zero means Duration/3
@@ -93,6 +94,8 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.DurationVar(&c.StormGap, "storm-gap", 5*time.Second, "storm: how long records are produced while every client is away")
 	fs.DurationVar(&c.StormWindow, "storm-window", time.Second, "storm: window over which all clients reconnect, each at a random moment")
 	fs.BoolVar(&c.StormCross, "storm-cross", true, "storm: reconnect each client to the next gateway URL (another pod), not the one it left")
+	fs.BoolVar(&c.StormStopProducing, "storm-stop-producing", false,
+		"storm: stop producing at the end of the gap, so the clients reconnect to a topic that no longer grows, rather than once every client is served")
 	fs.Float64Var(&c.SlowFraction, "slow-fraction", 0.1, "slow: fraction of connections that stop reading")
 	fs.DurationVar(&c.SlowAfter, "slow-after", 0, "slow: when the slow connections stop reading; 0 means a third of --duration")
 	fs.IntVar(&c.SlowRcvBuf, "slow-rcvbuf", 4096, "slow: socket receive buffer of the slow connections, bytes (0: kernel default)")

@@ -37,6 +37,12 @@ func (r *runner) storm(ctx context.Context) error {
 		}
 	}
 	sleep(ctx, r.cfg.StormGap)
+	if r.cfg.StormStopProducing {
+		// Nothing new after the gap: the run ends once every client has what it missed, which bounds it
+		// when the clients cannot keep up with the live rate.
+		stop()
+		stop = nil
+	}
 
 	gw0, err := scrapeAll(ctx, r.hc, r.cfg.AdminURLs, r.cfg.Topic)
 	if err != nil {
@@ -108,8 +114,10 @@ func (r *runner) storm(ctx context.Context) error {
 	}
 	r.res.GatewayCPUSeconds = p1.CPUSeconds - p0.CPUSeconds
 
-	stop()
-	stop = nil
+	if stop != nil {
+		stop()
+		stop = nil
+	}
 	ends, err := r.waitCaughtUp(ctx, r.clients)
 	if err != nil {
 		return err
