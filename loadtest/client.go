@@ -47,6 +47,7 @@ type connOpts struct {
 	opened  func()     // called once the opening block has been read
 	rcvBuf  int        // SO_RCVBUF for the socket; 0 leaves the kernel default
 	local   netip.Addr // source address to bind (see source.go); the zero Addr lets the kernel choose
+	readBuf int        // bytes read from the socket at once, at least 4096
 	measure bool       // record latencies (slow mode leaves out the slow ones)
 
 	// Slow mode: when stopRead closes, the stream stops reading; when check closes, it reads what is left
@@ -106,7 +107,7 @@ func (c *client) stream(ctx context.Context, sh *shared, o connOpts) error {
 	if err := req.Write(conn); err != nil {
 		return fmt.Errorf("request: %w", err)
 	}
-	br := bufio.NewReaderSize(conn, 4096)
+	br := bufio.NewReaderSize(conn, max(o.readBuf, 4096))
 	resp, err := http.ReadResponse(br, req)
 	if err != nil {
 		return fmt.Errorf("response: %w", err)

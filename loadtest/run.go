@@ -142,6 +142,11 @@ func (r *runner) connect(ctx context.Context, opts func(i int) connOpts, delay f
 		if r.cfg.PerSource > 0 {
 			o.local = sourceAddr(i, r.cfg.PerSource)
 		}
+		if r.cfg.Mode != modeIdle {
+			// A connection that receives many frames reads them in fewer system calls; an idle one keeps
+			// its memory small.
+			o.readBuf = busyReadBuf
+		}
 		g.wg.Go(func() {
 			if d := delay(i); d > 0 {
 				select {
@@ -197,6 +202,9 @@ func (r *runner) connect(ctx context.Context, opts func(i int) connOpts, delay f
 }
 
 func noDelay(int) time.Duration { return 0 }
+
+// busyReadBuf is the socket read buffer of connections that receive traffic (all modes but idle).
+const busyReadBuf = 32 << 10
 
 // procs samples the gateway processes; zero when no pid was given.
 func (r *runner) procs() (procSample, error) {
