@@ -93,7 +93,7 @@ func (r *runner) storm(ctx context.Context) error {
 				}
 			}
 		}
-		if served == len(r.clients) || time.Now().After(deadline) {
+		if served == len(r.clients) || time.Now().After(deadline) || ctx.Err() != nil {
 			break
 		}
 		sleep(ctx, 10*time.Millisecond)
