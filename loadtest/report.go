@@ -67,6 +67,7 @@ type result struct {
 	Errors          []string  `json:"errors,omitempty"`
 
 	GatewayCPUSeconds float64 `json:"gateway_cpu_s"`
+	ToolCPUSeconds    float64 `json:"tool_cpu_s,omitempty"` // steady and storm: the tool's own CPU over the same window
 	RSSBeforeBytes    int64   `json:"gateway_rss_before_bytes,omitempty"`
 	RSSAfterBytes     int64   `json:"gateway_rss_after_bytes,omitempty"`
 	RSSPerConnBytes   float64 `json:"gateway_rss_per_conn_bytes,omitempty"`
@@ -179,6 +180,9 @@ func (r *result) summary() string {
 	}
 	if r.GatewayCPUSeconds > 0 {
 		fmt.Fprintf(&b, " gateway_cpu=%.2fs", r.GatewayCPUSeconds)
+	}
+	if r.ToolCPUSeconds > 0 {
+		fmt.Fprintf(&b, " tool_cpu=%.2fs", r.ToolCPUSeconds)
 	}
 	return b.String()
 }

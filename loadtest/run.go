@@ -206,6 +206,9 @@ func noDelay(int) time.Duration { return 0 }
 // busyReadBuf is the socket read buffer of connections that receive traffic (all modes but idle).
 const busyReadBuf = 32 << 10
 
+// self samples the tool's own process.
+func self() (procSample, error) { return sampleProcs("/proc", []int{os.Getpid()}) }
+
 // procs samples the gateway processes; zero when no pid was given.
 func (r *runner) procs() (procSample, error) {
 	if len(r.cfg.GatewayPIDs) == 0 {
@@ -331,6 +334,10 @@ func (r *runner) steady(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	s0, err := self()
+	if err != nil {
+		return err
+	}
 	f0, t0 := r.sh.frames.Load(), time.Now()
 	stop := r.startProducer(ctx)
 	sleep(ctx, r.cfg.Duration)
@@ -344,7 +351,12 @@ func (r *runner) steady(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	s1, err := self()
+	if err != nil {
+		return err
+	}
 	g.stop()
+	r.res.ToolCPUSeconds = s1.CPUSeconds - s0.CPUSeconds
 	r.res.Elapsed = t1.Sub(t0)
 	r.res.DeliveriesPerSec = float64(f1-f0) / t1.Sub(t0).Seconds()
 	r.res.GatewayCPUSeconds = p1.CPUSeconds - p0.CPUSeconds
@@ -363,7 +375,7 @@ func (r *runner) idle(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	self0, err := sampleProcs("/proc", []int{os.Getpid()})
+	self0, err := self()
 	if err != nil {
 		return err
 	}
@@ -387,7 +399,7 @@ func (r *runner) idle(ctx context.Context) error {
 	if err := r.measureRSS(before, opened); err != nil {
 		return err
 	}
-	self1, err := sampleProcs("/proc", []int{os.Getpid()})
+	self1, err := self()
 	if err != nil {
 		return err
 	}

@@ -52,6 +52,10 @@ func (r *runner) storm(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	s0, err := self()
+	if err != nil {
+		return err
+	}
 	// What each client must have to count as served: everything produced until the storm begins.
 	target, err := r.k.endOffsets(ctx)
 	if err != nil {
@@ -112,7 +116,12 @@ func (r *runner) storm(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	s1, err := self()
+	if err != nil {
+		return err
+	}
 	r.res.GatewayCPUSeconds = p1.CPUSeconds - p0.CPUSeconds
+	r.res.ToolCPUSeconds = s1.CPUSeconds - s0.CPUSeconds
 
 	if stop != nil {
 		stop()
