@@ -30,33 +30,47 @@ func streamBody(n int) []byte {
 }
 
 // BenchmarkReadFrames is the tool's cost per received frame (parse, id check, counters), the part a
-// connection's goroutine spends on each of the millions of deliveries of a storm.
+// connection's goroutine spends on each of the millions of deliveries of a storm: live, and catching up
+// after a reconnect, when every frame is also checked against the storm's target.
 func BenchmarkReadFrames(b *testing.B) {
 	const frames = 10_000
 	body := streamBody(frames)
-	b.ReportAllocs()
-	b.SetBytes(int64(len(body)))
-	var sh shared
-	for b.Loop() {
-		b.StopTimer()
-		c := &client{}
-		if err := c.tr.open("v1:0-1000.1-2000.2-3000", time.Now()); err != nil {
-			b.Fatal(err)
-		}
-		p := sse.NewParser(bytes.NewReader(body))
-		b.StartTimer()
-		for range frames {
-			ev, err := p.Next()
-			if err != nil {
-				b.Fatal(err)
+	for _, bc := range []struct {
+		name   string
+		target []int64
+	}{
+		{"live", nil},
+		{"catching_up", []int64{1 << 40, 1 << 40, 1 << 40}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(body)))
+			var sh shared
+			for b.Loop() {
+				b.StopTimer()
+				c := &client{}
+				if err := c.tr.open("v1:0-1000.1-2000.2-3000", time.Now()); err != nil {
+					b.Fatal(err)
+				}
+				if bc.target != nil {
+					c.tr.setTarget(bc.target, time.Now())
+				}
+				p := sse.NewParser(bytes.NewReader(body))
+				b.StartTimer()
+				for range frames {
+					ev, err := p.Next()
+					if err != nil {
+						b.Fatal(err)
+					}
+					if err := c.event(&sh, ev, false); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if n := c.tr.counts(); n.Delivered != frames || n.Lost != 0 || n.Dup != 0 {
+					b.Fatalf("counts = %+v, want %d delivered and nothing lost or duplicated", n, frames)
+				}
 			}
-			if err := c.event(&sh, ev, false); err != nil {
-				b.Fatal(err)
-			}
-		}
-		if n := c.tr.counts(); n.Delivered != frames || n.Lost != 0 || n.Dup != 0 {
-			b.Fatalf("counts = %+v, want %d delivered and nothing lost or duplicated", n, frames)
-		}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*frames), "ns/frame")
+		})
 	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*frames), "ns/frame")
 }

@@ -78,7 +78,7 @@ func (t *tracker) open(id string, now time.Time) error {
 		t.lost += adv
 	}
 	t.started = true
-	t.checkTarget(now)
+	t.checkTarget(&lazyClock{now})
 	return nil
 }
 
@@ -103,13 +103,12 @@ func (t *tracker) frame(id string, clk *lazyClock) {
 		t.delivered++
 		t.lost += adv - 1
 	}
-	if t.target != nil && t.reachedAt.IsZero() {
-		t.checkTarget(clk.now())
-	}
+	t.checkTarget(clk)
 }
 
-// checkTarget stamps reachedAt when high covers target. The caller holds mu.
-func (t *tracker) checkTarget(now time.Time) {
+// checkTarget stamps reachedAt with clk's time when high covers target; the clock is read only then. The
+// caller holds mu.
+func (t *tracker) checkTarget(clk *lazyClock) {
 	if t.target == nil || !t.reachedAt.IsZero() {
 		return
 	}
@@ -118,7 +117,7 @@ func (t *tracker) checkTarget(now time.Time) {
 			return
 		}
 	}
-	t.reachedAt = now
+	t.reachedAt = clk.now()
 }
 
 // setTarget sets the end offsets (next offset per partition) the client must reach, and clears reachedAt.
@@ -127,7 +126,7 @@ func (t *tracker) setTarget(ends []int64, now time.Time) {
 	defer t.mu.Unlock()
 	t.target = ends
 	t.reachedAt = time.Time{}
-	t.checkTarget(now)
+	t.checkTarget(&lazyClock{now})
 }
 
 // reached returns when the target was reached, or the zero time.
