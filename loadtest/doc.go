@@ -3,7 +3,7 @@
 // duplication per connection, and the gateways' CPU time and memory per connection.
 //
 // Modes (--mode): steady (N connections, records at a rate for a duration), idle (N connections with no
-// traffic and no heartbeats; RSS per connection), storm (all clients disconnect, records keep coming, all
+// traffic and no heartbeats; RSS per connection, then a few records every connection must get), storm (all clients disconnect, records keep coming, all
 // reconnect within a window with their last ids; each must get exactly what it missed) and slow (a fraction
 // of the connections stop reading; the others' latency before and after, and what the gateway did to the
 // slow ones). loadtest/README.md has every flag, the commands for each scenario and what the numbers mean.
@@ -18,7 +18,7 @@
 // be pointed at someone else's service by mistake).
 //
 // The exit status is 0 when every check passed, 1 when a check failed (a record lost or duplicated, a
-// connection that failed, a storm client not served) or the run could not be done, 2 for bad flags.
+// connection that failed, a storm client not served, an idle connection that missed the probe records) or the run could not be done, 2 for bad flags.
 //
 // # Concurrency
 //
