@@ -41,7 +41,6 @@ type resumeRun struct {
 	FirstFrame float64 `json:"first_frame_ms"`
 	Frames     int     `json:"frames"` // frames checked, up to the head
 	Cold       bool    `json:"cold"`   // no earlier resume read the blocks of its first frame
-	err        error
 }
 
 // resumeStats summarizes one phase's times to the first frame.
@@ -227,7 +226,7 @@ func (r *runner) resume(ctx context.Context) error {
 			want := expectedAfter(recs, len(recs)-b)
 			run := resumeRun{Behind: b, ID: string(id), Cold: phase == 0}
 			d, n, err := resumeOnce(ctx, url, positions[i], want, cfg.DrainWait)
-			run.FirstFrame, run.Frames, run.err = ms(d), n, err
+			run.FirstFrame, run.Frames = ms(d), n
 			r.res.Delivered += int64(n)
 			if err != nil {
 				r.res.ConnErrors++

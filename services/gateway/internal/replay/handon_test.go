@@ -177,3 +177,39 @@ func TestPrefetchBelowLowWatermark(t *testing.T) {
 		t.Fatalf("Read from the low watermark: %d records, %v; want 30", n, err)
 	}
 }
+
+// TestReadStarterLeaves: a read that joined another connection's block read gets every record even when that
+// connection leaves mid-read (its context, which the block read runs under, ends): it reads the block itself.
+func TestReadStarterLeaves(t *testing.T) {
+	kc := memlog.New()
+	kc.CreateTopic("t", 1)
+	for range 50 {
+		kc.Produce("t", &kgo.Record{Value: []byte("v")})
+	}
+	g := &gatedLog{Log: kc, open: make(chan struct{})} // every fetch held
+	pool := replay.NewPool(replay.Config{}, g)
+	ranges := []replay.Range{{Partition: 0, After: -1, Upto: 49}}
+	actx, leave := context.WithCancel(context.Background())
+	aDone := make(chan error, 1)
+	go func() {
+		aDone <- pool.Read(actx, "t", 0, ranges, 0, nil, func(*kgo.Record) error { return nil })
+	}()
+	waitFor(t, func() bool { g.mu.Lock(); defer g.mu.Unlock(); return g.fetches >= 1 }) // A's block read started
+	n := 0
+	bDone := make(chan error, 1)
+	go func() {
+		bDone <- pool.Read(context.Background(), "t", 0, ranges, 0, nil, func(*kgo.Record) error { n++; return nil })
+	}()
+	waitFor(t, func() bool { return pool.Stats.CacheHits.Load() == 1 }) // B reads from A's
+	leave()
+	if err := <-aDone; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the read that left: %v", err)
+	}
+	close(g.open)
+	if err := <-bDone; err != nil || n != 50 {
+		t.Fatalf("the read that stayed: %d records, %v; want 50", n, err)
+	}
+	if reads := pool.Stats.Reads.Load(); reads != 2 {
+		t.Errorf("%d block reads, want 2 (the one that was left, and the stayer's own)", reads)
+	}
+}
