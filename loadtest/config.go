@@ -18,6 +18,7 @@ const (
 	modeIdle   = "idle"
 	modeStorm  = "storm"
 	modeSlow   = "slow"
+	modeResume = "resume"
 )
 
 // maxConnections bounds --connections.
@@ -56,6 +57,12 @@ type config struct {
 	SlowAfter    time.Duration // zero means Duration/3
 	SlowRcvBuf   int
 	SlowCheck    time.Duration
+
+	ResumeRecords   int
+	ResumeCount     int
+	ResumeMinBehind int
+	ResumeMaxBehind int
+	ResumeBlock     int64
 }
 
 // parseConfig reads the flags. It returns flag.ErrHelp for -h.
@@ -68,14 +75,14 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	if defBrokers == "" {
 		defBrokers = "127.0.0.1:9092"
 	}
-	fs.StringVar(&c.Mode, "mode", modeSteady, "scenario: steady, idle, storm or slow")
+	fs.StringVar(&c.Mode, "mode", modeSteady, "scenario: steady, idle, storm, slow or resume")
 	fs.StringVar(&urls, "url", "http://127.0.0.1:8080", "gateway base URLs, comma-separated; connection i goes to URL i mod n (loopback only)")
 	fs.StringVar(&adminURLs, "admin-url", "http://127.0.0.1:9090",
 		"the gateways' admin base URLs (/readyz, /metrics), comma-separated, one per --url in the same order (loopback only)")
 	fs.StringVar(&c.Topic, "topic", "loadtest", "topic to produce to and stream")
 	fs.StringVar(&brokers, "brokers", defBrokers, "Kafka seed brokers, comma-separated (loopback only); default $KAFKA_BROKERS, else 127.0.0.1:9092")
 	fs.BoolVar(&c.CreateTopic, "create-topic", false, "create the topic (replication factor 1) if it does not exist")
-	fs.IntVar(&c.Partitions, "partitions", 3, "partitions of a topic created by --create-topic")
+	fs.IntVar(&c.Partitions, "partitions", 3, "partitions of a topic created by --create-topic (resume: default 1)")
 	fs.IntVar(&c.Connections, "connections", 100, fmt.Sprintf("SSE connections to open, 1 to %d", maxConnections))
 	fs.Float64Var(&c.Rate, "rate", 100, "records produced per second; 0 means as fast as possible")
 	fs.DurationVar(&c.Duration, "duration", 10*time.Second, "how long to produce (steady, slow) or to hold the connections (idle)")
@@ -100,8 +107,22 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.DurationVar(&c.SlowAfter, "slow-after", 0, "slow: when the slow connections stop reading; 0 means a third of --duration")
 	fs.IntVar(&c.SlowRcvBuf, "slow-rcvbuf", 4096, "slow: socket receive buffer of the slow connections, bytes (0: kernel default)")
 	fs.DurationVar(&c.SlowCheck, "slow-check", 3*time.Second, "slow: at the end, how long a slow connection reads what is left to see whether the gateway closed it")
+	fs.IntVar(&c.ResumeRecords, "resume-records", 20000, "resume: records written, each in a record batch of its own")
+	fs.IntVar(&c.ResumeCount, "resume-count", 10, "resume: resumes per phase (cold, then warm)")
+	fs.IntVar(&c.ResumeMinBehind, "resume-min-behind", 1000, "resume: records behind the head of the nearest resume")
+	fs.IntVar(&c.ResumeMaxBehind, "resume-max-behind", 19000, "resume: records behind the head of the farthest resume")
+	fs.Int64Var(&c.ResumeBlock, "resume-block", 1024, "resume: offsets per block of the gateway's replay cache, to choose cold positions")
 	if err := fs.Parse(args); err != nil {
 		return c, err
+	}
+	if c.Mode == modeResume {
+		// Ten cold resumes over 18,000 records need blocks of one partition: with P partitions a resume's first
+		// blocks span P x 1024 records.
+		set := false
+		fs.Visit(func(f *flag.Flag) { set = set || f.Name == "partitions" })
+		if !set {
+			c.Partitions = 1
+		}
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
@@ -140,9 +161,9 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 // validate checks the configuration, including the loopback-only rule.
 func (c config) validate() error {
 	switch c.Mode {
-	case modeSteady, modeIdle, modeStorm, modeSlow:
+	case modeSteady, modeIdle, modeStorm, modeSlow, modeResume:
 	default:
-		return fmt.Errorf("--mode: want steady, idle, storm or slow, got %q", c.Mode)
+		return fmt.Errorf("--mode: want steady, idle, storm, slow or resume, got %q", c.Mode)
 	}
 	if len(c.URLs) == 0 {
 		return errors.New("--url: at least one gateway URL is required")
@@ -182,6 +203,9 @@ func (c config) validate() error {
 		{c.SlowFraction <= 0 || c.SlowFraction >= 1, "--slow-fraction: want more than 0 and less than 1"},
 		{c.SlowAfter < 0 || c.SlowAfter >= c.Duration, "--slow-after: want less than --duration"},
 		{c.SlowRcvBuf < 0 || c.SlowCheck <= 0, "--slow-rcvbuf and --slow-check: want 0 or more, more than 0"},
+		{c.ResumeCount < 1 || c.ResumeMinBehind < 1 || c.ResumeMaxBehind < c.ResumeMinBehind, "--resume-count and --resume-min-behind: want at least 1, --resume-max-behind: at least --resume-min-behind"},
+		{c.ResumeMaxBehind >= c.ResumeRecords, "--resume-max-behind: want less than --resume-records"},
+		{c.ResumeBlock < 1, "--resume-block: want at least 1"},
 	}
 	for _, ch := range checks {
 		if ch.bad {

@@ -82,6 +82,7 @@ func sumMetric(ss []sample, name string, match map[string]string) float64 {
 // gatewayCounters are the gateway metrics the tool reports, summed over gateways.
 type gatewayCounters struct {
 	ReplayReads    float64 `json:"replay_reads"`
+	CacheHits      float64 `json:"replay_cache_hits"`
 	ResumesRing    float64 `json:"resumes_ring"`
 	ResumesKafka   float64 `json:"resumes_kafka"`
 	ClosedWrite    float64 `json:"closed_write_failed"`
@@ -94,7 +95,7 @@ type gatewayCounters struct {
 
 func (a gatewayCounters) sub(b gatewayCounters) gatewayCounters {
 	return gatewayCounters{
-		ReplayReads: a.ReplayReads - b.ReplayReads, ResumesRing: a.ResumesRing - b.ResumesRing,
+		ReplayReads: a.ReplayReads - b.ReplayReads, CacheHits: a.CacheHits - b.CacheHits, ResumesRing: a.ResumesRing - b.ResumesRing,
 		ResumesKafka: a.ResumesKafka - b.ResumesKafka, ClosedWrite: a.ClosedWrite - b.ClosedWrite,
 		ClosedBehind: a.ClosedBehind - b.ClosedBehind, ClosedClient: a.ClosedClient - b.ClosedClient,
 		FramesWritten: a.FramesWritten - b.FramesWritten, Resyncs: a.Resyncs - b.Resyncs,
@@ -107,6 +108,7 @@ func countersOf(ss []sample, topic string) gatewayCounters {
 	with := func(k, v string) map[string]string { return map[string]string{"topic": topic, k: v} }
 	return gatewayCounters{
 		ReplayReads:    sumMetric(ss, "ssegate_replay_reads_total", nil), // the replay pool is shared by topics
+		CacheHits:      sumMetric(ss, "ssegate_replay_cache_hits_total", nil),
 		ResumesRing:    sumMetric(ss, "ssegate_resumes_total", with("source", "ring")),
 		ResumesKafka:   sumMetric(ss, "ssegate_resumes_total", with("source", "kafka")),
 		ClosedWrite:    sumMetric(ss, "ssegate_connections_closed_total", with("reason", "write_failed")),
@@ -140,6 +142,7 @@ func scrapeAll(ctx context.Context, hc *http.Client, bases []string, topic strin
 		}
 		c := countersOf(ss, topic)
 		sum.ReplayReads += c.ReplayReads
+		sum.CacheHits += c.CacheHits
 		sum.ResumesRing += c.ResumesRing
 		sum.ResumesKafka += c.ResumesKafka
 		sum.ClosedWrite += c.ClosedWrite

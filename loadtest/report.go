@@ -93,6 +93,14 @@ type result struct {
 	SlowClosed       int      `json:"slow_closed_by_gateway,omitempty"`
 	LatencyAfterSlow *latency `json:"latency_after_slow,omitempty"`
 
+	// resume
+	ProduceSeconds float64          `json:"produce_s,omitempty"`
+	Cold           *resumeStats     `json:"resume_cold,omitempty"`
+	Warm           *resumeStats     `json:"resume_warm,omitempty"`
+	ResumesCold    []resumeRun      `json:"resumes_cold,omitempty"`
+	ResumesWarm    []resumeRun      `json:"resumes_warm,omitempty"`
+	GatewayWarm    *gatewayCounters `json:"gateway_metrics_delta_warm,omitempty"`
+
 	OK       bool     `json:"ok"`
 	Failures []string `json:"failures,omitempty"`
 }
@@ -123,7 +131,29 @@ func (r *result) judge(cfg config) {
 	if cfg.Mode == modeStorm && r.Served < r.Connections {
 		fail("%d of %d clients were not served what they missed within %v", r.Connections-r.Served, r.Connections, cfg.DrainWait)
 	}
+	if cfg.Mode == modeResume {
+		r.judgeResume()
+	}
 	r.OK = len(r.Failures) == 0
+}
+
+// judgeResume checks the resume mode's phases: every resume served from Kafka (none from the ring, which
+// would not measure a replay), and cold resumes reading Kafka.
+func (r *result) judgeResume() {
+	fail := func(format string, args ...any) { r.Failures = append(r.Failures, fmt.Sprintf(format, args...)) }
+	for _, ph := range []struct {
+		name string
+		runs []resumeRun
+		g    *gatewayCounters
+	}{{"cold", r.ResumesCold, r.Gateway}, {"warm", r.ResumesWarm, r.GatewayWarm}} {
+		if ph.g != nil && int(ph.g.ResumesKafka) != len(ph.runs) {
+			fail("%s: %d of %d resumes were served from Kafka (the rest from the ring: the ring is too large to measure a replay)",
+				ph.name, int(ph.g.ResumesKafka), len(ph.runs))
+		}
+	}
+	if g := r.Gateway; g != nil && g.ReplayReads == 0 && len(r.ResumesCold) > 0 {
+		fail("cold: the gateway read no block from Kafka")
+	}
 }
 
 func fmtLatency(b *strings.Builder, prefix string, l *latency) {
@@ -132,6 +162,19 @@ func fmtLatency(b *strings.Builder, prefix string, l *latency) {
 		return
 	}
 	fmt.Fprintf(b, " %sp50=%.2fms %sp99=%.2fms %sp999=%.2fms %smax=%.2fms", prefix, l.P50, prefix, l.P99, prefix, l.P999, prefix, l.Max)
+}
+
+// fmtResume writes one phase of the resume mode: time from request to first frame, and the gateway's block
+// reads from Kafka and from its cache during it.
+func fmtResume(b *strings.Builder, phase string, s *resumeStats, g *gatewayCounters) {
+	if s == nil {
+		fmt.Fprintf(b, " %s_first_frame=-", phase)
+		return
+	}
+	fmt.Fprintf(b, " %s_first_frame(n=%d) min=%.2fms p50=%.2fms max=%.2fms", phase, s.Count, s.Min, s.P50, s.Max)
+	if g != nil {
+		fmt.Fprintf(b, " %s_block_reads=+%.0f %s_cache_hits=+%.0f", phase, g.ReplayReads, phase, g.CacheHits)
+	}
 }
 
 // summary is the one-line result.
@@ -167,8 +210,11 @@ func (r *result) summary() string {
 		if r.Produced > 0 {
 			fmt.Fprintf(&b, " probe=%d delivered=%d probe_reached_all=%.2fs", r.Produced, r.Delivered, r.ProbeTime.Seconds())
 		}
+	case modeResume:
+		fmtResume(&b, "cold", r.Cold, r.Gateway)
+		fmtResume(&b, "warm", r.Warm, r.GatewayWarm)
 	}
-	if r.Mode != modeIdle || r.Produced > 0 {
+	if r.Mode != modeResume && (r.Mode != modeIdle || r.Produced > 0) {
 		fmt.Fprintf(&b, " lost=%d dup=%d max_lost/conn=%d max_dup/conn=%d", r.Lost, r.Dup, r.MaxLostPerConn, r.MaxDupPerConn)
 	}
 	fmt.Fprintf(&b, " conn_errors=%d", r.ConnErrors)

@@ -69,6 +69,9 @@ func run(ctx context.Context, cfg config) (result, error) {
 	if err := r.waitReady(ctx); err != nil {
 		return r.res, err
 	}
+	if cfg.Mode == modeResume {
+		r.res.Connections = 2 * cfg.ResumeCount
+	}
 	r.clients = make([]*client, cfg.Connections)
 	for i := range r.clients {
 		r.clients[i] = &client{n: i}
@@ -82,6 +85,8 @@ func run(ctx context.Context, cfg config) (result, error) {
 		err = r.storm(ctx)
 	case modeSlow:
 		err = r.slow(ctx)
+	case modeResume:
+		err = r.resume(ctx)
 	}
 	return r.res, err
 }

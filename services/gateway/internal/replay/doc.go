@@ -1,10 +1,18 @@
 // Package replay reads ranges of a topic's partitions back from Kafka for connections that resume from a
 // position the ring no longer holds, or that fell behind it.
 //
-// A Pool bounds how many replay readers run at once: a connection waits for a slot (its caller keeps it
-// alive with heartbeats meanwhile), reads its ranges with a short-lived, seek-based, read_committed reader,
-// and gives the slot back. Records of several partitions are delivered in record-timestamp order, each
-// partition in offset order.
+// A Pool reads in blocks of Config.BlockSize offsets per partition, shared by every connection: a block read
+// recently comes from an LRU cache, and a block being read is read from as it goes by every connection that
+// needs it. A block read publishes its records as each fetch decodes them, from the offset its first reader
+// needs (its first fetch asks for little, so that the first records come after one short round trip), and
+// reads the part of the block before that offset once those first records are out, so that the cached block
+// serves connections resuming a little earlier too. At most Config.Readers block reads run at once. Records
+// of several partitions are delivered in record-timestamp order, each partition in offset order, so the first
+// record needs the first fetch of every partition: those are started together.
 //
-// Concurrency: a Pool is safe for concurrent use. Read calls its callback on the caller's goroutine.
+// KafkaLog fetches with explicit-offset FetchRequests (read_committed) through a few long-lived clients,
+// keeping no consumer state.
+//
+// Concurrency: a Pool is safe for concurrent use. Read calls its callback on the caller's goroutine. A block
+// read runs on a goroutine of its own, ended by the context of the read that started it.
 package replay

@@ -32,3 +32,14 @@ type OutOfRangeError struct {
 func (e *OutOfRangeError) Error() string {
 	return fmt.Sprintf("replay: partition %d offset %d is below the low watermark", e.Partition, e.Offset)
 }
+
+// sizedLog is a Log that can be asked for a short answer: the first fetch of a block asks for firstFetchBytes,
+// so that a resume's first records come after one short round trip rather than a block's worth of them.
+type sizedLog interface {
+	Log
+	// FetchMax is Fetch asking for about maxBytes of the partition (a whole record batch at least).
+	FetchMax(ctx context.Context, topic string, partition int32, offset int64, maxBytes int32) (recs []*kgo.Record, next int64, err error)
+}
+
+// firstFetchBytes is what the first fetch of a block asks for: a few hundred small records.
+const firstFetchBytes = 32 << 10

@@ -15,18 +15,24 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// KafkaLog is the Log of a Kafka cluster: one long-lived client that sends each fetch as a FetchRequest for an
-// explicit offset to the partition's leader and decodes the answer itself (read_committed). It keeps no
-// consumer state between fetches, so nothing it does for one resume can stall another, and a fetch costs one
-// round trip, not a new client.
+// KafkaLog is the Log of a Kafka cluster: a few long-lived clients that send each fetch as a FetchRequest for
+// an explicit offset to the partition's leader and decode the answer themselves (read_committed). They keep
+// no consumer state between fetches, so nothing done for one resume can stall another, and a fetch costs one
+// round trip, not a new client. A broker answers the requests of one connection one after the other, and a
+// client has one connection to a broker for fetches: the fetches of a partition go through one of
+// fetchClients clients (partition mod fetchClients), so that the first fetches of a resume's partitions, made
+// at once, are answered at once rather than in turn.
 type KafkaLog struct {
-	cl           *kgo.Client
+	cls          []*kgo.Client
 	decompressor kgo.Decompressor
 	// recordBytes is, per topic, the bytes a record took in the last fetch that returned any: a fetch asks
 	// for about a block's worth (fetchRecords of them), not for a megabyte of records the block does not need
 	// and whose decoding a resume would wait for.
 	recordBytes sync.Map // topic -> *atomic.Int64
 }
+
+// fetchClients is how many clients (connections to each broker) a KafkaLog fetches through.
+const fetchClients = 4
 
 // Fetch sizes. The broker always returns at least one whole batch, whatever these say.
 const (
@@ -60,15 +66,29 @@ func (l *KafkaLog) learn(topic string, n, records int) {
 
 // NewKafkaLog returns the Log of the cluster kafkaOpts (brokers, TLS, SASL) reach. Close closes it.
 func NewKafkaLog(kafkaOpts ...kgo.Opt) (*KafkaLog, error) {
-	cl, err := kgo.NewClient(kafkaOpts...)
-	if err != nil {
-		return nil, fmt.Errorf("replay: kafka client: %w", err)
+	l := &KafkaLog{decompressor: kgo.DefaultDecompressor()}
+	for range fetchClients {
+		cl, err := kgo.NewClient(kafkaOpts...)
+		if err != nil {
+			l.Close()
+			return nil, fmt.Errorf("replay: kafka client: %w", err)
+		}
+		l.cls = append(l.cls, cl)
 	}
-	return &KafkaLog{cl: cl, decompressor: kgo.DefaultDecompressor()}, nil
+	return l, nil
 }
 
-// Close closes the client.
-func (l *KafkaLog) Close() { l.cl.Close() }
+// Close closes the clients.
+func (l *KafkaLog) Close() {
+	for _, cl := range l.cls {
+		cl.Close()
+	}
+}
+
+// client returns the client the fetches of partition go through.
+func (l *KafkaLog) client(partition int32) *kgo.Client {
+	return l.cls[int(partition)%len(l.cls)]
+}
 
 // errors of a fetch that a fresh look at the metadata can fix: the leader moved, or the topic's id changed.
 var staleMetadata = []error{
@@ -78,6 +98,15 @@ var staleMetadata = []error{
 
 // Fetch implements Log.
 func (l *KafkaLog) Fetch(ctx context.Context, topic string, partition int32, offset int64) ([]*kgo.Record, int64, error) {
+	return l.FetchMax(ctx, topic, partition, offset, 0)
+}
+
+// FetchMax is Fetch asking for about maxBytes of the partition (zero: a block's worth of the topic's records
+// as the last fetch found them).
+func (l *KafkaLog) FetchMax(ctx context.Context, topic string, partition int32, offset int64, maxBytes int32) ([]*kgo.Record, int64, error) {
+	if maxBytes <= 0 {
+		maxBytes = l.partitionBytes(topic)
+	}
 	var last error
 	for attempt := range 4 {
 		if attempt > 0 {
@@ -87,7 +116,7 @@ func (l *KafkaLog) Fetch(ctx context.Context, topic string, partition int32, off
 			case <-time.After(time.Duration(attempt) * 100 * time.Millisecond):
 			}
 		}
-		recs, next, err := l.fetchOnce(ctx, topic, partition, offset, attempt > 0)
+		recs, next, err := l.fetchOnce(ctx, topic, partition, offset, maxBytes, attempt > 0)
 		if err == nil || !slices.ContainsFunc(staleMetadata, func(e error) bool { return errors.Is(err, e) }) {
 			return recs, next, err
 		}
@@ -96,8 +125,9 @@ func (l *KafkaLog) Fetch(ctx context.Context, topic string, partition int32, off
 	return nil, offset, last
 }
 
-func (l *KafkaLog) fetchOnce(ctx context.Context, topic string, partition int32, offset int64, refresh bool) ([]*kgo.Record, int64, error) {
-	leader, topicID, err := l.leader(ctx, topic, partition, refresh)
+func (l *KafkaLog) fetchOnce(ctx context.Context, topic string, partition int32, offset int64, maxBytes int32, refresh bool) ([]*kgo.Record, int64, error) {
+	cl := l.client(partition)
+	leader, topicID, err := l.leader(ctx, cl, topic, partition, refresh)
 	if err != nil {
 		return nil, offset, err
 	}
@@ -115,10 +145,10 @@ func (l *KafkaLog) fetchOnce(ctx context.Context, topic string, partition int32,
 	rp.FetchOffset = offset
 	rp.CurrentLeaderEpoch = -1
 	rp.LogStartOffset = -1
-	rp.PartitionMaxBytes = l.partitionBytes(topic)
+	rp.PartitionMaxBytes = maxBytes
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	kresp, err := l.cl.Broker(int(leader)).Request(ctx, req)
+	kresp, err := cl.Broker(int(leader)).Request(ctx, req)
 	if err != nil {
 		return nil, offset, fmt.Errorf("replay: fetch %s/%d at %d: %w", topic, partition, offset, err)
 	}
@@ -153,7 +183,7 @@ func (l *KafkaLog) fetchOnce(ctx context.Context, topic string, partition int32,
 
 // leader returns the partition's leader and the topic's id, from metadata no older than a minute (refresh:
 // from the broker).
-func (l *KafkaLog) leader(ctx context.Context, topic string, partition int32, refresh bool) (int32, [16]byte, error) {
+func (l *KafkaLog) leader(ctx context.Context, cl *kgo.Client, topic string, partition int32, refresh bool) (int32, [16]byte, error) {
 	limit := time.Minute
 	if refresh {
 		limit = time.Millisecond
@@ -162,7 +192,7 @@ func (l *KafkaLog) leader(ctx context.Context, topic string, partition int32, re
 	rt := kmsg.NewMetadataRequestTopic()
 	rt.Topic = kmsg.StringPtr(topic)
 	req.Topics = append(req.Topics, rt)
-	md, err := l.cl.RequestCachedMetadata(ctx, req, limit)
+	md, err := cl.RequestCachedMetadata(ctx, req, limit)
 	if err != nil {
 		return -1, [16]byte{}, fmt.Errorf("replay: metadata of %s: %w", topic, err)
 	}
@@ -188,7 +218,7 @@ func (l *KafkaLog) leader(ctx context.Context, topic string, partition int32, re
 // belowStart says offset is below the partition's low watermark. An out-of-range answer does not say which
 // side the offset is on (the broker sends no log start with it): past the end is not retention.
 func (l *KafkaLog) belowStart(ctx context.Context, topic string, partition int32, offset int64) bool {
-	starts, err := kadm.NewClient(l.cl).ListStartOffsets(ctx, topic)
+	starts, err := kadm.NewClient(l.cls[0]).ListStartOffsets(ctx, topic)
 	if err != nil {
 		return true // as before: the stream resyncs rather than waiting on an offset it may never get
 	}

@@ -72,3 +72,50 @@ func coldTopic(b *testing.B) (string, *KafkaLog, []Range) {
 	kafkatest.Produce(b, cl, recs...)
 	return topic, kafkaLog(b), []Range{{0, -1, coldPerPartition - 1}, {1, -1, coldPerPartition - 1}, {2, -1, coldPerPartition - 1}}
 }
+
+// BenchmarkColdResumeBatchPerRecord is BenchmarkColdResume on a topic whose records were written one per
+// record batch (each produced and acknowledged before the next), the worst case for a replay: a resume 1,500
+// records behind in each partition, from the middle of a block, with an empty block cache each time. It
+// reports ms/first-record; ns/op is the time to read all of it.
+func BenchmarkColdResumeBatchPerRecord(b *testing.B) {
+	for _, parts := range []int{1, 3} {
+		b.Run(fmt.Sprintf("p%d", parts), func(b *testing.B) {
+			const perPartition = 2000
+			topic := kafkatest.NewTopic(b, int32(parts), nil)
+			cl := kafkatest.Client(b, kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+			ctx := kafkatest.Context(b)
+			for i := range parts * perPartition {
+				r := &kgo.Record{Partition: int32(i % parts), Value: fmt.Appendf(nil, `{"seq":%d,"pad":"%0180d"}`, i, 0)}
+				if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			log := kafkaLog(b)
+			var ranges []Range
+			for p := range parts {
+				ranges = append(ranges, Range{Partition: int32(p), After: perPartition - 1500 - 1, Upto: perPartition - 1})
+			}
+			var total time.Duration
+			n := 0
+			for b.Loop() {
+				pool := NewPool(Config{}, log)
+				start := time.Now()
+				got := 0
+				// The read goes on to the end, as a resuming client's does, so that no fetch of this
+				// iteration is still under way in the next.
+				err := pool.Read(context.Background(), topic, 0, ranges, 0, nil, func(*kgo.Record) error {
+					if got == 0 {
+						total += time.Since(start)
+					}
+					got++
+					return nil
+				})
+				if err != nil || got != 1500*parts {
+					b.Fatalf("Read: %d records, %v", got, err)
+				}
+				n++
+			}
+			b.ReportMetric(float64(total.Microseconds())/1000/float64(n), "ms/first-record")
+		})
+	}
+}

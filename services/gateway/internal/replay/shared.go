@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"go.opentelemetry.io/otel/trace"
 )
 
 type blockKey struct {
@@ -18,27 +19,172 @@ type blockKey struct {
 }
 
 // block is what a read found of one block: every record with an offset in [from, to], in offset order
-// (offsets in that span without a record hold transaction markers or were compacted away).
+// (offsets in that span without a record hold transaction markers or were compacted away). A block is never
+// changed once made.
 type block struct {
 	from, to int64
 	recs     []*kgo.Record
 }
 
-// flight is a block fetch under way; others wanting the block wait for done. b and err are written before
-// done is closed.
+// flight is a block being read from Kafka. It publishes its records from offset start on as each fetch
+// decodes them, so that the connections reading the block hand them on at once rather than after the whole
+// block: a resume's first frame waits for one fetch, not for a block of them. The part of the block before
+// start is read at the same time, so that the block the flight lands in the cache covers the whole block
+// (connections resuming a little earlier find it there too).
+//
+// start, to and done never change; b and err are written before done is closed. The rest is guarded by mu.
 type flight struct {
-	done chan struct{}
+	start int64         // the first offset published
+	to    int64         // the published part ends once the log has passed to
+	done  chan struct{} // closed when the flight has landed
+	b     *block        // the block as cached, set when the flight landed without error
+	err   error         // why the published part failed
+
+	mu     sync.Mutex
+	recs   []*kgo.Record // published records, offsets start and up, in offset order
+	hi     int64         // every offset in [start, hi) has been read past
+	ended  bool          // the published part will not grow any more (err says whether it failed)
+	grew   chan struct{} // closed, and replaced, whenever recs, hi or ended change
+	landed bool
+	spans  []flightSpan // spans of the connections reading from the flight, ended when it lands
+}
+
+// flightSpan is a connection's block span waiting for its flight to land.
+type flightSpan struct {
+	span     trace.Span
+	from, to int64
+	served   string
+}
+
+func newFlight(start, to int64) *flight {
+	return &flight{start: start, to: to, hi: start, done: make(chan struct{}), grew: make(chan struct{})}
+}
+
+// publish adds records read up to (not including) offset next.
+func (f *flight) publish(recs []*kgo.Record, next int64) {
+	f.mu.Lock()
+	f.recs = append(f.recs, recs...)
+	f.hi = max(f.hi, next)
+	close(f.grew)
+	f.grew = make(chan struct{})
+	f.mu.Unlock()
+}
+
+// end says the published part is complete, or failed with err.
+func (f *flight) end(err error) {
+	f.mu.Lock()
+	f.ended, f.err = true, err
+	close(f.grew)
+	f.grew = make(chan struct{})
+	f.mu.Unlock()
+}
+
+// join has the flight end span when it lands; at once if it already has.
+func (f *flight) join(key blockKey, s flightSpan) {
+	f.mu.Lock()
+	landed := f.landed
+	if !landed {
+		f.spans = append(f.spans, s)
+	}
+	f.mu.Unlock()
+	if landed {
+		endBlockSpan(s.span, key, s.from, s.to, s.served, f.published(), f.err)
+	}
+}
+
+// serves says a connection needing offsets from on can read them from the flight as it goes: it started at or
+// before from, and its published part is still growing or has passed from.
+func (f *flight) serves(from int64) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.start <= from && (!f.ended || f.err == nil && f.hi > from)
+}
+
+// published is the flight's published part as a block.
+func (f *flight) published() *block {
+	if f.b != nil {
+		return f.b
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return &block{from: f.start, to: f.hi - 1, recs: f.recs}
+}
+
+// land ends the flight: b (nil after an error) is what it read.
+func (f *flight) land(key blockKey, b *block) {
+	f.b = b
+	f.mu.Lock()
+	f.landed = true
+	spans := f.spans
+	f.spans = nil
+	f.mu.Unlock()
+	close(f.done)
+	for _, s := range spans {
+		endBlockSpan(s.span, key, s.from, s.to, s.served, f.published(), f.err)
+	}
+}
+
+// errAgain says a cursor must find its block again: the flight it read from will not cover what it needs
+// (it ended before, or its starter's client left).
+var errAgain = errors.New("replay: read the block again")
+
+// await returns the flight's first record at or after offset x, or, when the flight has read past x and
+// found none, nil and the offset it has read up to. It waits for the flight to get that far, calling idle
+// every interval meanwhile. mine says the caller started the flight: a flight that its starter's leaving
+// ended, or that started below the low watermark, fails the others with errAgain, as does one whose published
+// part ended before x.
+func (f *flight) await(ctx context.Context, x int64, mine bool, interval time.Duration, idle func() error) (*kgo.Record, int64, error) {
+	for {
+		f.mu.Lock()
+		recs, hi, ended, err, grew := f.recs, f.hi, f.ended, f.err, f.grew
+		f.mu.Unlock()
+		if i := sort.Search(len(recs), func(i int) bool { return recs[i].Offset >= x }); i < len(recs) {
+			return recs[i], hi, nil
+		}
+		if hi > x {
+			return nil, hi, nil
+		}
+		if ended {
+			// Another connection's read that its client's leaving ended, or that started below the low
+			// watermark while x is not (a prefetch from an offset retention has passed), is no answer for x.
+			var oor *OutOfRangeError
+			if err == nil || !mine && (errors.Is(err, context.Canceled) || errors.As(err, &oor) && x > oor.Offset) {
+				return nil, hi, errAgain
+			}
+			return nil, hi, err
+		}
+		if err := keepAlive(ctx, interval, idle, func(tick <-chan time.Time) (bool, error) {
+			select {
+			case <-grew:
+				return true, nil
+			case <-ctx.Done():
+				return false, ctx.Err()
+			case <-tick:
+				return false, nil
+			}
+		}); err != nil {
+			return nil, hi, err
+		}
+	}
+}
+
+// source is where a cursor reads a block: a block that is complete (from the cache or a landed flight), or a
+// flight still reading one.
+type source struct {
 	b    *block
-	err  error
+	f    *flight
+	mine bool // the cursor's read started f
 }
 
 // Read reads ranges of topic and calls fn with each record, across partitions in record-timestamp order
 // (ties by partition), within a partition in offset order. Blocks other connections read recently come
-// from the cache; the others are read from Kafka, each by one reader of the pool at a time (idle is called
-// every interval while the connection waits for one, to keep it alive). It returns *OutOfRangeError when a
-// range starts below the partition's low watermark. An error from fn or idle stops the read and is
-// returned. epoch names the topic's incarnation the caller follows (the feed's recreation epoch): cached
-// blocks of one incarnation are never served for another, which holds other records at the same offsets.
+// from the cache, or, while another connection is reading them, from its read as it goes; the others are
+// read from Kafka, each by one reader of the pool at a time (idle is called every interval while the
+// connection waits for one or for records, to keep it alive), and their records handed on as each fetch
+// decodes them. It returns *OutOfRangeError when a range starts below the partition's low watermark. An
+// error from fn or idle stops the read and is returned. epoch names the topic's incarnation the caller
+// follows (the feed's recreation epoch): cached blocks of one incarnation are never served for another,
+// which holds other records at the same offsets.
 func (p *Pool) Read(ctx context.Context, topic string, epoch uint64, ranges []Range, interval time.Duration, idle func() error,
 	fn func(*kgo.Record) error,
 ) error {
@@ -46,31 +192,54 @@ func (p *Pool) Read(ctx context.Context, topic string, epoch uint64, ranges []Ra
 		partition int32
 		next      int64 // next offset to deliver
 		upto      int64
-		blk       *block
-		i         int // index of the next record in blk
+		src       source
+		end       int64 // the last offset the cursor needs of src's block
 	}
-	// nextBlock returns the block holding the cursor's next offset, and the last offset the cursor needs
-	// of it.
-	nextBlock := func(c *cursor) (blockKey, int64) {
+	var started []*flight // flights this read started: a read ends once they have landed in the cache
+	// find points the cursor at the block holding its next offset.
+	find := func(c *cursor) error {
 		idx := c.next / p.cfg.BlockSize
-		return blockKey{topic, epoch, c.partition, idx}, min((idx+1)*p.cfg.BlockSize-1, c.upto)
+		key := blockKey{topic, epoch, c.partition, idx}
+		end := min((idx+1)*p.cfg.BlockSize-1, c.upto)
+		s, err := p.source(ctx, key, c.next, end, interval, idle)
+		if err != nil {
+			return err
+		}
+		if s.mine {
+			started = append(started, s.f)
+		}
+		c.src, c.end = s, end
+		return nil
 	}
-	// head returns the cursor's next record, fetching blocks as needed; nil when the range is done.
+	// head returns the cursor's next record, finding blocks as needed; nil when the range is done.
 	head := func(c *cursor) (*kgo.Record, error) {
 		for c.next <= c.upto {
-			if c.blk == nil || c.next > c.blk.to {
-				key, end := nextBlock(c)
-				b, err := p.block(ctx, key, c.next, end, interval, idle)
-				if err != nil {
+			if c.src == (source{}) || c.next > c.end {
+				if err := find(c); err != nil {
 					return nil, err
 				}
-				c.blk = b
-				c.i = sort.Search(len(b.recs), func(i int) bool { return b.recs[i].Offset >= c.next })
 			}
-			if c.i < len(c.blk.recs) && c.blk.recs[c.i].Offset <= c.upto {
-				return c.blk.recs[c.i], nil
+			if b := c.src.b; b != nil {
+				i := sort.Search(len(b.recs), func(i int) bool { return b.recs[i].Offset >= c.next })
+				if i < len(b.recs) && b.recs[i].Offset <= c.upto {
+					return b.recs[i], nil
+				}
+				c.next = b.to + 1 // the rest of the block holds no record
+				continue
 			}
-			c.next = c.blk.to + 1 // the rest of the block holds no record
+			rec, hi, err := c.src.f.await(ctx, c.next, c.src.mine, interval, idle)
+			switch {
+			case errors.Is(err, errAgain):
+				c.src = source{}
+			case err != nil:
+				return nil, err
+			case rec != nil && rec.Offset <= c.upto:
+				return rec, nil
+			case rec != nil:
+				c.next = rec.Offset
+			default:
+				c.next = hi // offsets up to hi hold no record
+			}
 		}
 		return nil, nil
 	}
@@ -80,17 +249,11 @@ func (p *Pool) Read(ctx context.Context, topic string, epoch uint64, ranges []Ra
 			cs = append(cs, &cursor{partition: r.Partition, next: r.After + 1, upto: r.Upto})
 		}
 	}
-	// The first record needs the first block of every partition: fetch those at once, not one after the
-	// other. The fetches only fill the cache (their errors come back to head, which fetches again); they
-	// do not call idle, which belongs to this goroutine.
-	if len(cs) > 1 {
-		pctx, cancel := context.WithCancel(ctx)
-		var wg sync.WaitGroup
-		defer func() { cancel(); wg.Wait() }()
-		for _, c := range cs[1:] {
-			key, end := nextBlock(c)
-			from := c.next
-			wg.Go(func() { _, _ = p.block(pctx, key, from, end, 0, nil) })
+	// The first record needs the head of every partition: start the reads of all first blocks before
+	// waiting for any.
+	for _, c := range cs {
+		if err := find(c); err != nil {
+			return err
 		}
 	}
 	heads := make([]*kgo.Record, len(cs))
@@ -109,45 +272,58 @@ func (p *Pool) Read(ctx context.Context, topic string, epoch uint64, ranges []Ra
 			}
 		}
 		if best < 0 {
-			return nil
+			break
 		}
 		rec, c := heads[best], cs[best]
 		p.Stats.Records.Add(1)
 		if err := fn(rec); err != nil {
 			return err
 		}
-		c.next, c.i = rec.Offset+1, c.i+1
+		c.next = rec.Offset + 1
 		h, err := head(c)
 		if err != nil {
 			return err
 		}
 		heads[best] = h
 	}
+	for _, f := range started {
+		select {
+		case <-f.done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
 }
 
-// block returns a block of key holding at least offsets [from, to], from the cache, from another
-// connection's fetch of it, or from Kafka. The fetch runs on a goroutine of its own, so that every
-// connection waiting for it, the one that started it too, keeps its client alive (idle every interval)
-// however long the broker takes.
-func (p *Pool) block(ctx context.Context, key blockKey, from, to int64, interval time.Duration, idle func() error) (b *block, err error) {
+// source returns where to read the block of key, holding at least offsets [from, to]: the cache, another
+// connection's read of it that started at or before from, or a new read from Kafka. It waits only for a read
+// of the block under way that started after from (it is cached when it lands, before from too).
+func (p *Pool) source(ctx context.Context, key blockKey, from, to int64, interval time.Duration, idle func() error) (source, error) {
 	ctx, span := p.cfg.Tracer.Start(ctx, spanBlock)
-	served := servedKafka
-	defer func() { endBlockSpan(span, key, from, to, served, b, err) }()
 	covers := func(b *block) bool { return b.from <= from && b.to >= to }
 	for {
 		if b, ok := p.cached(key); ok && covers(b) {
 			p.Stats.CacheHits.Add(1)
-			served = servedCache
-			return b, nil
+			endBlockSpan(span, key, from, to, servedCache, b, nil)
+			return source{b: b}, nil
 		}
 		p.mu.Lock()
-		f, mine := p.flights[key], false
+		f := p.flights[key]
 		if f == nil {
-			f, mine = &flight{done: make(chan struct{})}, true
+			f = newFlight(from, to)
 			p.flights[key] = f
-			go p.fly(ctx, key, from, to, f)
+			p.mu.Unlock()
+			f.join(key, flightSpan{span, from, to, servedKafka})
+			go p.fly(ctx, key, f)
+			return source{f: f, mine: true}, nil
 		}
 		p.mu.Unlock()
+		if f.serves(from) {
+			p.Stats.CacheHits.Add(1)
+			f.join(key, flightSpan{span, from, to, servedShared})
+			return source{f: f}, nil
+		}
 		err := keepAlive(ctx, interval, idle, func(tick <-chan time.Time) (bool, error) {
 			select {
 			case <-f.done:
@@ -158,83 +334,142 @@ func (p *Pool) block(ctx context.Context, key blockKey, from, to int64, interval
 				return false, nil
 			}
 		})
+		if err == nil && f.err != nil && !errors.Is(f.err, context.Canceled) {
+			// A stalled broker fails every waiter at once, not one after another; only a read ended by its
+			// starter's client leaving is tried again by the others.
+			err = f.err
+		}
 		if err != nil {
-			return nil, err
+			endBlockSpan(span, key, from, to, servedShared, nil, err)
+			return source{}, err
 		}
-		if f.err != nil && (mine || !errors.Is(f.err, context.Canceled)) {
-			// A stalled broker fails every waiter at once, not one after another; only a fetch ended by
-			// its starter's client leaving is tried again by the others.
-			return nil, f.err
-		}
-		if mine && covers(f.b) {
-			return f.b, nil
-		}
-		served = servedShared
-		// Another connection's fetch, or one that did not cover what this one needs: look again.
+		// Look again: the landed block is cached, unless it does not cover what this connection needs.
 	}
 }
 
-// fly fetches a block for a flight, caches it, and lands the flight.
-func (p *Pool) fly(ctx context.Context, key blockKey, from, to int64, f *flight) {
-	f.b, f.err = p.fetch(ctx, key, from, to)
-	if f.err == nil {
-		p.cache.Add(key, cachedBlock{f.b, time.Now()})
-	}
-	p.mu.Lock()
-	delete(p.flights, key)
-	p.mu.Unlock()
-	close(f.done)
-}
-
-// fetch reads a block from the log: from the block's first offset, so that connections resuming a little
-// earlier find it in the cache too, or from the first offset needed when the block's start was deleted. It
-// reads until the log's next offset passes to, so a block ends exactly where it should whether or not to
-// holds a record, and keeps what the last fetch brought beyond to, up to the block's end.
-func (p *Pool) fetch(ctx context.Context, key blockKey, from, to int64) (*block, error) {
+// fly reads a flight's block from Kafka with a reader slot of the pool: the published part from the flight's
+// start, and, once its first records are out, the part of the block before it at the same time. It caches the block and lands the flight.
+func (p *Pool) fly(ctx context.Context, key blockKey, f *flight) {
+	var b *block
+	defer func() {
+		p.mu.Lock()
+		delete(p.flights, key)
+		p.mu.Unlock()
+		f.land(key, b)
+	}()
 	release, err := p.Acquire(ctx, 0, nil)
 	if err != nil {
-		return nil, err
+		f.end(err)
+		return
 	}
 	defer release()
 	start := time.Now()
 	p.Stats.Reads.Add(1)
 	defer func() { p.Stats.Nanos.Add(int64(time.Since(start))) }()
 	lo, end := key.index*p.cfg.BlockSize, (key.index+1)*p.cfg.BlockSize-1
-	b, err := p.readBlock(ctx, key, lo, to, end)
-	var oor *OutOfRangeError
-	if errors.As(err, &oor) && lo < from {
-		b, err = p.readBlock(ctx, key, from, to, end)
+	var pre []*kgo.Record
+	var preErr error
+	var wg sync.WaitGroup
+	prefix := false
+	publish := func(recs []*kgo.Record, next int64) {
+		f.publish(recs, next)
+		if !prefix && lo < f.start {
+			// After the first records are out, not before: the fetches of a partition go through one
+			// connection, answered in turn.
+			prefix = true
+			wg.Go(func() { pre, _, preErr = p.readRange(ctx, key, lo, f.start-1, f.start-1, nil) })
+		}
 	}
-	return b, err
+	recs, next, err := p.readRange(ctx, key, f.start, f.to, end, publish)
+	f.end(err)
+	wg.Wait()
+	if err != nil {
+		return
+	}
+	b = &block{from: f.start, to: min(next-1, end), recs: recs}
+	if prefix && preErr == nil {
+		// The records before start go first; an error there (retention took the block's start, say) only
+		// leaves them out of the cached block.
+		pre = append(pre, recs...)
+		b.from, b.recs = lo, pre
+	}
+	p.cache.Add(key, cachedBlock{b, time.Now()})
 }
 
-// readBlock reads key's partition from offset from until the log has passed to, keeping records up to end.
-func (p *Pool) readBlock(ctx context.Context, key blockKey, from, to, end int64) (*block, error) {
-	b := &block{from: from}
+// readRange reads key's partition from offset from until the log has passed to, keeping records up to end,
+// and returns them with the offset the log has been read up to. publish, if not nil, gets each fetch's records
+// as they are decoded. The first fetch asks for little when the log can be asked (sizedLog), so that the first
+// records come after one short round trip.
+func (p *Pool) readRange(ctx context.Context, key blockKey, from, to, end int64, publish func([]*kgo.Record, int64)) ([]*kgo.Record, int64, error) {
+	var out []*kgo.Record
 	off := from
 	moved := time.Now() // when the log last moved
+	sized, _ := p.log.(sizedLog)
+	first := publish != nil && sized != nil
 	for off <= to {
-		recs, next, err := p.log.Fetch(ctx, key.topic, key.partition, off)
-		if err != nil {
-			return nil, err
+		var recs []*kgo.Record
+		var next int64
+		var err error
+		if first {
+			recs, next, err = sized.FetchMax(ctx, key.topic, key.partition, off, firstFetchBytes)
+			first = false
+		} else {
+			recs, next, err = p.log.Fetch(ctx, key.topic, key.partition, off)
 		}
+		if err != nil {
+			return nil, off, err
+		}
+		n := len(out)
 		for _, r := range recs {
 			if r.Offset >= off && r.Offset <= end {
-				b.recs = append(b.recs, r)
+				out = append(out, r)
 			}
 		}
 		now := time.Now()
 		if next > off {
+			if publish != nil {
+				publish(out[n:len(out):len(out)], next)
+			}
 			off, moved = next, now
 			continue
 		}
 		if now.Sub(moved) >= p.cfg.Idle {
-			return nil, &IdleError{Partition: key.partition, Upto: to, Wait: p.cfg.Idle}
+			return nil, off, &IdleError{Partition: key.partition, Upto: to, Wait: p.cfg.Idle}
 		}
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return nil, off, err
 		}
 	}
-	b.to = min(off-1, end)
-	return b, nil
+	return out, off, nil
+}
+
+// Prefetch starts reading the first block of each range that neither the cache nor a read under way covers,
+// without waiting for anything: a stream calls it as soon as it knows which ranges the ring cannot serve, so
+// that the first fetches overlap the look-ups it makes before its Read of the same ranges, which then reads
+// them as they arrive. The reads end with ctx (the stream's). Each counts as a Kafka read, and the Read that
+// follows it as served by another connection's read (a cache hit).
+func (p *Pool) Prefetch(ctx context.Context, topic string, epoch uint64, ranges []Range) {
+	for _, r := range ranges {
+		if r.After >= r.Upto {
+			continue
+		}
+		from := r.After + 1
+		idx := from / p.cfg.BlockSize
+		key := blockKey{topic, epoch, r.Partition, idx}
+		to := min((idx+1)*p.cfg.BlockSize-1, r.Upto)
+		if b, ok := p.cached(key); ok && b.from <= from && b.to >= to {
+			continue
+		}
+		p.mu.Lock()
+		if p.flights[key] != nil {
+			p.mu.Unlock()
+			continue
+		}
+		f := newFlight(from, to)
+		p.flights[key] = f
+		p.mu.Unlock()
+		sctx, span := p.cfg.Tracer.Start(ctx, spanBlock)
+		f.join(key, flightSpan{span, from, to, servedKafka})
+		go p.fly(sctx, key, f)
+	}
 }

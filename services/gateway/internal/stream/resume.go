@@ -500,6 +500,23 @@ func (c *conn) catchUp(ctx context.Context, t *Topic, p Params, c0 uint64, head 
 			return err
 		})
 	}
+	if t.Replay != nil && t.Watermarks != nil {
+		// What the ring cannot serve will most likely be read from Kafka: start its first fetches now, so that
+		// they overlap the watermark look-up below (a round trip to Kafka when the cache is stale).
+		var likely []replay.Range
+		for _, q := range union(c.pos, head) {
+			have, ok := c.pos.Offset(q)
+			if !ok {
+				have = -1
+			}
+			if top, ok := head.Offset(q); ok && have < top {
+				if _, ok := t.Ring.Seek(q, have+1); !ok {
+					likely = append(likely, replay.Range{Partition: q, After: have, Upto: top})
+				}
+			}
+		}
+		t.Replay.Prefetch(ctx, t.Name, c.epoch, likely)
+	}
 	var ranges []replay.Range
 	var retention, ahead []ResyncPartition
 	for _, q := range union(c.pos, head) {
@@ -620,6 +637,7 @@ func (c *conn) replay(ctx context.Context, t *Topic, p Params, ranges []replay.R
 		}
 		return c.keepAlive()
 	}
+	first := true
 	err := t.Replay.Read(ctx, t.Name, c.epoch, ranges, p.Heartbeat, idle, func(rec *kgo.Record) error {
 		c.pos.Set(rec.Partition, rec.Offset)
 		if len(p.Events) > 0 && !p.Events[recordType(rec)] {
@@ -632,7 +650,9 @@ func (c *conn) replay(ctx context.Context, t *Topic, p Params, ranges []replay.R
 		c.buf = feed.AppendFrame(c.buf, c.idBuf, rec, t.ValueFormat)
 		c.frames++
 		c.stats.Frames.Add(1)
-		if len(c.buf) >= slowFlushBytes {
+		if len(c.buf) >= slowFlushBytes || first {
+			// The first frame goes out at once: the client waited for it; the rest are gathered.
+			first = false
 			return c.flushBuf()
 		}
 		return nil

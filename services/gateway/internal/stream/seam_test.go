@@ -41,6 +41,8 @@ type podOpts struct {
 	// params, when set, changes each stream's parameters as the gateway's handler would (a token's scope
 	// and expiry); an error is a 403.
 	params func(r *http.Request, p *Params) error
+	// replayLog is where the pod's replays read; nil means the cluster itself.
+	replayLog replay.Log
 }
 
 func startPod(t *testing.T, kc *memlog.Cluster, topic string, o podOpts) *pod {
@@ -56,7 +58,11 @@ func startPod(t *testing.T, kc *memlog.Cluster, topic string, o podOpts) *pod {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = f.Run(ctx); close(done) }()
-	pool := replay.NewPool(replay.Config{Idle: time.Second, BlockSize: 64}, kc)
+	var rl replay.Log = kc
+	if o.replayLog != nil {
+		rl = o.replayLog
+	}
+	pool := replay.NewPool(replay.Config{Idle: time.Second, BlockSize: 64}, rl)
 	srv := NewServer(Config{Writers: o.writers, Logger: discardLog, Drain: 0})
 	pd := &pod{f: f, topic: NewTopic(f, topic, pool, false), srv: srv, stats: new(Stats)}
 	pd.hs = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
