@@ -62,10 +62,33 @@ func parseStatusRSS(r io.Reader) (int64, error) {
 	return 0, fmt.Errorf("%w: no VmRSS line (a kernel thread or a zombie?)", errProcFormat)
 }
 
-// procSample is the CPU time and resident memory of a set of processes at one moment.
+// parseIOSyscw returns syscw, the number of write system calls (write, writev, sendmsg and the like), from
+// the contents of /proc/<pid>/io.
+func parseIOSyscw(r io.Reader) (int64, error) {
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		rest, ok := strings.CutPrefix(sc.Text(), "syscw:")
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(rest), 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("%w: syscw: %w", errProcFormat, err)
+		}
+		return n, nil
+	}
+	if err := sc.Err(); err != nil {
+		return 0, err
+	}
+	return 0, fmt.Errorf("%w: no syscw line", errProcFormat)
+}
+
+// procSample is the CPU time, resident memory and write system calls of a set of processes at one moment.
+// Writes is -1 when a process's /proc/<pid>/io cannot be read (it needs the right to trace the process).
 type procSample struct {
 	CPUSeconds float64
 	RSSBytes   int64
+	Writes     int64
 }
 
 // sampleProcs sums CPU seconds and RSS over pids, reading under root (normally "/proc").
@@ -92,6 +115,9 @@ func sampleProcs(root string, pids []int) (procSample, error) {
 		}
 		s.CPUSeconds += cpu
 		s.RSSBytes += rss
+		if s.Writes >= 0 {
+			s.Writes = addWrites(s.Writes, dir+"/io")
+		}
 	}
 	return s, nil
 }
@@ -205,4 +231,18 @@ func checkGatewayNoFile(root string, pids []int, perGateway int) error {
 		}
 	}
 	return nil
+}
+
+// addWrites adds the syscw of the /proc/<pid>/io file at path to n, or returns -1 when it cannot be read.
+func addWrites(n int64, path string) int64 {
+	f, err := os.Open(path)
+	if err != nil {
+		return -1
+	}
+	defer func() { _ = f.Close() }()
+	w, err := parseIOSyscw(f)
+	if err != nil {
+		return -1
+	}
+	return n + w
 }

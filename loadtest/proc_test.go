@@ -52,7 +52,7 @@ func TestSampleProcsTestdata(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (1234.0 + 567.0) / 100; math.Abs(s.CPUSeconds-want) > 1e-9 || s.RSSBytes != 40420<<10 {
+	if want := (1234.0 + 567.0) / 100; math.Abs(s.CPUSeconds-want) > 1e-9 || s.RSSBytes != 40420<<10 || s.Writes != 4711 {
 		t.Fatalf("sample = %+v, want cpu %v rss %d", s, want, 40420<<10)
 	}
 	// Two processes add up.
@@ -60,7 +60,7 @@ func TestSampleProcsTestdata(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (1234.0 + 567 + 50 + 25) / 100; math.Abs(s.CPUSeconds-want) > 1e-9 || s.RSSBytes != (40420+1000)<<10 {
+	if want := (1234.0 + 567 + 50 + 25) / 100; math.Abs(s.CPUSeconds-want) > 1e-9 || s.RSSBytes != (40420+1000)<<10 || s.Writes != 4711+289 {
 		t.Fatalf("sample = %+v, want cpu %v rss %d", s, want, (40420+1000)<<10)
 	}
 	if _, err := sampleProcs("testdata/proc", []int{1}); err == nil {
@@ -131,5 +131,20 @@ func TestCheckGatewayNoFile(t *testing.T) {
 	}
 	if err := checkGatewayNoFile(t.TempDir(), []int{42}, 10); err == nil {
 		t.Fatal("a missing /proc entry passed")
+	}
+}
+
+func TestParseIOSyscw(t *testing.T) {
+	if n, err := parseIOSyscw(strings.NewReader("rchar: 5\nsyscw: 123\n")); err != nil || n != 123 {
+		t.Fatalf("syscw = %d, %v; want 123", n, err)
+	}
+	for _, bad := range []string{"rchar: 5\n", "syscw: many\n"} {
+		if _, err := parseIOSyscw(strings.NewReader(bad)); !errors.Is(err, errProcFormat) {
+			t.Errorf("%q: err = %v, want errProcFormat", bad, err)
+		}
+	}
+	// A process whose io file cannot be read leaves the count unknown rather than wrong.
+	if n := addWrites(10, "testdata/proc/none/io"); n != -1 {
+		t.Fatalf("addWrites of a missing file = %d, want -1", n)
 	}
 }

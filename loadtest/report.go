@@ -68,9 +68,13 @@ type result struct {
 
 	GatewayCPUSeconds float64 `json:"gateway_cpu_s"`
 	ToolCPUSeconds    float64 `json:"tool_cpu_s,omitempty"` // steady and storm: the tool's own CPU over the same window
-	RSSBeforeBytes    int64   `json:"gateway_rss_before_bytes,omitempty"`
-	RSSAfterBytes     int64   `json:"gateway_rss_after_bytes,omitempty"`
-	RSSPerConnBytes   float64 `json:"gateway_rss_per_conn_bytes,omitempty"`
+	// GatewayWrites is the gateway's write system calls from the start of producing until every client
+	// caught up (steady), and FramesPerWrite the frames the clients received in that time per write.
+	GatewayWrites   int64   `json:"gateway_writes,omitempty"`
+	FramesPerWrite  float64 `json:"frames_per_write,omitempty"`
+	RSSBeforeBytes  int64   `json:"gateway_rss_before_bytes,omitempty"`
+	RSSAfterBytes   int64   `json:"gateway_rss_after_bytes,omitempty"`
+	RSSPerConnBytes float64 `json:"gateway_rss_per_conn_bytes,omitempty"`
 
 	// idle
 	Sources             string        `json:"source_addrs,omitempty"`
@@ -229,6 +233,9 @@ func (r *result) summary() string {
 	}
 	if r.ToolCPUSeconds > 0 {
 		fmt.Fprintf(&b, " tool_cpu=%.2fs", r.ToolCPUSeconds)
+	}
+	if r.GatewayWrites > 0 {
+		fmt.Fprintf(&b, " gateway_writes=%d frames/write=%.1f", r.GatewayWrites, r.FramesPerWrite)
 	}
 	return b.String()
 }

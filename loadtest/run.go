@@ -374,8 +374,13 @@ func (r *runner) steady(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	f2 := r.sh.frames.Load()
 	g.stop()
 	r.res.ToolCPUSeconds = s1.CPUSeconds - s0.CPUSeconds
+	if p0.Writes >= 0 && p1.Writes > p0.Writes {
+		r.res.GatewayWrites = p1.Writes - p0.Writes
+		r.res.FramesPerWrite = float64(f2-f0) / float64(r.res.GatewayWrites)
+	}
 	r.res.Elapsed = t1.Sub(t0)
 	r.res.DeliveriesPerSec = float64(f1-f0) / t1.Sub(t0).Seconds()
 	r.res.GatewayCPUSeconds = p1.CPUSeconds - p0.CPUSeconds
