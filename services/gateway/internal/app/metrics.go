@@ -63,7 +63,8 @@ func newTelemetry(res *resource.Resource, f *feed.Feed, stats map[string]*stream
 	ringMemory, err20 := m.Int64ObservableGauge("ssegate.ring.memory.bytes", metric.WithDescription("Memory held by the topic's ring (frame and key chunks, entries, index): what its capacity bounds"))
 	ringCapacity, err21 := m.Int64ObservableGauge("ssegate.ring.capacity.bytes", metric.WithDescription("Capacity of the topic's ring: ring-bytes, its topic-ring-bytes, or its share of ring-budget"))
 	ringPublished, err22 := m.Int64ObservableCounter("ssegate.ring.published.bytes", metric.WithDescription("Frame bytes published into the topic's ring; a ring-budget is shared by their rate"))
-	for _, err := range []error{err1, err2, err3, err4, err5, err6, err7, err8, err9, err10, err11, err12, err13, err14, err15, err16, err17, err18, err19, err20, err21, err22} {
+	writes, err23 := m.Int64ObservableCounter("ssegate.writes", metric.WithDescription("Writes of frames to SSE clients (a system call each on the writer pool); frames written per write is how well writes batch"))
+	for _, err := range []error{err1, err2, err3, err4, err5, err6, err7, err8, err9, err10, err11, err12, err13, err14, err15, err16, err17, err18, err19, err20, err21, err22, err23} {
 		if err != nil {
 			return nil, fmt.Errorf("metric instrument: %w", err)
 		}
@@ -86,6 +87,7 @@ func newTelemetry(res *resource.Resource, f *feed.Feed, stats map[string]*stream
 			o.ObserveInt64(parked, st.Parked.Load(), ta)
 			o.ObserveInt64(frames, st.Frames.Load(), ta)
 			o.ObserveInt64(written, st.Bytes.Load(), ta)
+			o.ObserveInt64(writes, st.Writes.Load(), ta)
 			for i, r := range reasons {
 				o.ObserveInt64(closed, st.Closed[r].Load(), reasonAttrs[name][i])
 			}

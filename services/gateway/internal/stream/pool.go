@@ -45,6 +45,28 @@ func monoNow() int64 { return int64(time.Since(monoBase)) }
 // their turn.
 const maxWritesPerPass = 4
 
+// A writer whose passes run back to back (new frames arrived while it wrote the last ones) is the bottleneck:
+// each of its connections gets a write per pass whatever the rate, so its system calls, most of a write's
+// cost, grow with its speed rather than with the traffic. Then it rests before the next pass for as long as
+// the last pass took (at least minBusyPass, at most maxBusyRest): each connection gets the frames of twice the
+// time in one write, half the writes for the same frames, at the cost of at most maxBusyRest of latency, and
+// the CPU it leaves goes to whatever else the machine runs (the clients' side of loopback, other pods). A
+// writer that is not kept busy (every pass ends with nothing new: low rates) never rests, so low rates get
+// no added latency.
+const (
+	minBusyPass = int64(500 * time.Microsecond)
+	maxBusyRest = int64(5 * time.Millisecond)
+)
+
+// busyRest returns how long a writer rests before its next pass: the length of its last pass when that
+// pass was busy (new frames already waiting when it ended) and long enough to matter, capped; else 0.
+func busyRest(pass int64, waiting bool) time.Duration {
+	if !waiting || pass < minBusyPass {
+		return 0
+	}
+	return time.Duration(min(pass, maxBusyRest))
+}
+
 type pool struct {
 	s       *Server
 	writers []*writer
@@ -231,6 +253,10 @@ type writer struct {
 	out      []byte // the chunk last built, for outKey
 	outKey   chunkKey
 	draining bool
+
+	lastPass  int64        // nanoseconds the last pass took
+	restTimer *time.Timer  // for rest
+	rests     atomic.Int64 // rests taken (tests)
 }
 
 // chunkKey identifies chunk bytes: a ring's frames [from, next) are immutable, so the chunk built for one
@@ -284,26 +310,66 @@ func (w *writer) run() {
 			w.endAll(ReasonShutdown)
 			return
 		}
-		w.mu.Lock()
-		inbox, dirty := w.inbox, w.dirty
-		w.inbox, w.dirty, w.spare = nil, w.spare[:0], dirty
-		w.mu.Unlock()
-
-		now := monoNow()
-		for _, c := range inbox {
-			w.adopt(c, now)
-		}
-		for _, rg := range dirty {
-			// Backwards: a connection that leaves is replaced by the last one, which was already served.
-			for i := len(w.rings[rg]) - 1; i >= 0; i-- {
-				w.serve(w.rings[rg][i], now)
+		if w.pass() {
+			if rest := busyRest(w.lastPass, w.pending()); rest > 0 {
+				w.rests.Add(1)
+				if !w.rest(rest) {
+					continue // the pool is closing: the loop's next select ends the writer
+				}
 			}
 		}
-		clear(dirty)
-		w.expire(now)
 		if len(w.timers) > 0 {
 			timer.Reset(time.Duration(w.timers[0].due - monoNow()))
 		}
+	}
+}
+
+// pass adopts the inbox and writes to the connections of every ring published to since the last pass, then
+// handles due timers. It records the time its writes took in lastPass and reports whether it wrote anything.
+func (w *writer) pass() bool {
+	w.mu.Lock()
+	inbox, dirty := w.inbox, w.dirty
+	w.inbox, w.dirty, w.spare = nil, w.spare[:0], dirty
+	w.mu.Unlock()
+
+	now := monoNow()
+	for _, c := range inbox {
+		w.adopt(c, now)
+	}
+	for _, rg := range dirty {
+		// Backwards: a connection that leaves is replaced by the last one, which was already served.
+		for i := len(w.rings[rg]) - 1; i >= 0; i-- {
+			w.serve(w.rings[rg][i], now)
+		}
+	}
+	wrote := len(inbox) > 0 || len(dirty) > 0
+	clear(dirty)
+	end := monoNow()
+	w.lastPass = end - now
+	w.expire(end)
+	return wrote
+}
+
+// pending says frames or connections are already waiting for the next pass.
+func (w *writer) pending() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.dirty) > 0 || len(w.inbox) > 0
+}
+
+// rest waits d before the next pass (see busyRest); it reports false if the pool closed meanwhile. A drain
+// that begins during a rest is seen by the loop's next select.
+func (w *writer) rest(d time.Duration) bool {
+	if w.restTimer == nil {
+		w.restTimer = time.NewTimer(d)
+	} else {
+		w.restTimer.Reset(d)
+	}
+	select {
+	case <-w.restTimer.C:
+		return true
+	case <-w.pool.ctx.Done():
+		return false
 	}
 }
 
@@ -372,6 +438,7 @@ func (w *writer) serve(c *conn, now int64) {
 		chunk := w.chunk(c.t.Ring, from, next, out, !c.filtered())
 		n, err := w.io.writeNow(c.rc, chunk)
 		c.stats.Bytes.Add(int64(n))
+		c.stats.Writes.Add(1)
 		if err != nil {
 			w.reclaim(c)
 			w.release(c)

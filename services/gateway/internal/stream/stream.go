@@ -66,6 +66,7 @@ type Stats struct {
 	Parked atomic.Int64 // connections served by the writer pool now (a part of Open)
 	Frames atomic.Int64 // frames written
 	Bytes  atomic.Int64 // bytes written, frames and everything else
+	Writes atomic.Int64 // writes that carried frames: system calls on the writer pool, flushes on a stream's goroutine
 	Closed [numReasons]atomic.Int64
 
 	ResumedFromRing  atomic.Int64             // resumes and catch-ups served from the ring alone
@@ -474,6 +475,7 @@ func (c *conn) failure(ctx context.Context, err error) CloseReason {
 func (c *conn) write(spans [][]byte) error {
 	n, err := c.out.write(spans, c.s.cfg.WriteTimeout)
 	c.stats.Bytes.Add(int64(n))
+	c.stats.Writes.Add(1)
 	if err != nil {
 		return fmt.Errorf("%w: %w", errWrite, err)
 	}
