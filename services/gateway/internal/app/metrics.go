@@ -119,7 +119,7 @@ func newTelemetry(res *resource.Resource, f *feed.Feed, stats map[string]*stream
 		o.ObserveInt64(cacheHits, replays.Stats.CacheHits.Load())
 		f.Lag(func(topic string, p int32, l int64) { o.ObserveInt64(lag, l, partitionAttrs(topic, p)) })
 		return nil
-	}, open, parked, frames, written, closed, lag, ringBytes, ringFrames, ringMemory, ringCapacity, ringPublished, ringOldest, evicted,
+	}, open, parked, frames, written, writes, closed, lag, ringBytes, ringFrames, ringMemory, ringCapacity, ringPublished, ringOldest, evicted,
 		resumes, resyncs, skipped, replayInUse, replayWaiting, replaySeconds, replayReads, replayRecords, cacheHits)
 	if err != nil {
 		return nil, fmt.Errorf("metric callback: %w", err)

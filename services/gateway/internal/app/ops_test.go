@@ -291,6 +291,9 @@ func TestMetrics(t *testing.T) {
 	if v := metric("ssegate_frames_written_total", tl); v != 2 {
 		t.Errorf("frames written = %v, want 2", v)
 	}
+	if v := metric("ssegate_writes_total", tl); v < 1 || v > 2 {
+		t.Errorf("writes = %v, want 1 or 2 for the two frames", v)
+	}
 	if v := metric("ssegate_bytes_written_total", tl); v < 40 {
 		t.Errorf("bytes written = %v, want at least the two frames", v)
 	}
