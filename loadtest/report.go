@@ -67,6 +67,12 @@ type result struct {
 	Errors          []string  `json:"errors,omitempty"`
 
 	GatewayCPUSeconds float64 `json:"gateway_cpu_s"`
+	// DeliveriesPerCPUSecond is Delivered divided by GatewayCPUSeconds (steady only).
+	DeliveriesPerCPUSecond float64 `json:"deliveries_per_cpu_s,omitempty"`
+	// IDBytesPerFrame and FrameBytesPerFrame are averages over every event received: the id: value's
+	// length, and the stream's body bytes (frames, the opening block and keep-alives) per event.
+	IDBytesPerFrame    float64 `json:"id_bytes_per_frame,omitempty"`
+	FrameBytesPerFrame float64 `json:"frame_bytes_per_frame,omitempty"`
 	RSSBeforeBytes    int64   `json:"gateway_rss_before_bytes,omitempty"`
 	RSSAfterBytes     int64   `json:"gateway_rss_after_bytes,omitempty"`
 	RSSPerConnBytes   float64 `json:"gateway_rss_per_conn_bytes,omitempty"`
@@ -140,6 +146,7 @@ func (r *result) summary() string {
 	case modeSteady:
 		fmt.Fprintf(&b, " deliveries/s=%.0f", r.DeliveriesPerSec)
 		fmtLatency(&b, "", r.Latency)
+		fmt.Fprintf(&b, " id_bytes/frame=%.1f frame_bytes/frame=%.1f", r.IDBytesPerFrame, r.FrameBytesPerFrame)
 	case modeStorm:
 		fmt.Fprintf(&b, " reopened=%d served=%d time_to_serve_all=%.3fs", r.Reopened, r.Served, r.TimeToServeAll.Seconds())
 		fmtLatency(&b, "resume_", r.Resume)
@@ -165,6 +172,9 @@ func (r *result) summary() string {
 	}
 	if r.GatewayCPUSeconds > 0 {
 		fmt.Fprintf(&b, " gateway_cpu=%.2fs", r.GatewayCPUSeconds)
+		if r.DeliveriesPerCPUSecond > 0 {
+			fmt.Fprintf(&b, " deliveries/cpu_s=%.0f", r.DeliveriesPerCPUSecond)
+		}
 	}
 	return b.String()
 }

@@ -345,6 +345,13 @@ func (r *runner) steady(ctx context.Context) error {
 	r.produced()
 	r.res.ConnErrors = r.sh.connErrs.Load()
 	r.account(r.clients, ends)
+	if f := r.sh.frames.Load(); f > 0 {
+		r.res.IDBytesPerFrame = float64(r.sh.idBytes.Load()) / float64(f)
+		r.res.FrameBytesPerFrame = float64(r.sh.bodyBytes.Load()) / float64(f)
+	}
+	if r.res.GatewayCPUSeconds > 0 {
+		r.res.DeliveriesPerCPUSecond = float64(r.res.Delivered) / r.res.GatewayCPUSeconds
+	}
 	return nil
 }
 

@@ -1,0 +1,209 @@
+package position
+
+import (
+	"encoding/base64"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"strings"
+)
+
+// PrefixCompact is the version prefix of a compact id.
+const PrefixCompact = "v2:"
+
+// MaxCompactLen is the longest compact id ParseCompact accepts, and the most AppendCompact writes, in bytes.
+const MaxCompactLen = 1024
+
+// maxCompactRaw is how many bytes of varints fit MaxCompactLen once base64-encoded after the prefix.
+const maxCompactRaw = (MaxCompactLen - len(PrefixCompact)) * 3 / 4
+
+// compactEncoding is the base64 alphabet of compact ids: URL-safe (nothing a header or a query parameter
+// must escape), no padding, and strict, so that one vector has one spelling.
+var compactEncoding = base64.RawURLEncoding.Strict()
+
+// Ref names a checkpoint record: its partition and offset in the position topic.
+type Ref struct {
+	Partition int32
+	Offset    int64
+}
+
+// Compact is a parsed compact id: a checkpoint it refers to, and the entries in which the position differs
+// from the checkpoint's vector. It says nothing until applied to that vector (Apply).
+//
+// The id is "v2:" followed by the unpadded URL-safe base64 of a run of minimal unsigned varints: the
+// checkpoint's partition and offset, then per entry, in ascending partition order, the partition (the
+// first one as it is, each later one as its distance from the previous one minus one) and the offset: in a
+// partition the checkpoint has, how far it moved past the checkpoint's offset minus one (an entry is only
+// written when the position moved there); in a partition the checkpoint lacks, the offset itself.
+type Compact struct {
+	ref   Ref
+	parts []int32
+	vals  []int64
+}
+
+// Ref returns the checkpoint the id refers to.
+func (c Compact) Ref() Ref { return c.ref }
+
+// Len returns the number of entries the id lists beside its checkpoint.
+func (c Compact) Len() int { return len(c.parts) }
+
+// IsCompact reports whether id has the compact prefix (it may still be malformed).
+func IsCompact(id string) bool { return strings.HasPrefix(id, PrefixCompact) }
+
+// AppendCompact appends to dst the compact id of pos against base, the vector of the checkpoint at ref. It
+// returns dst unchanged and false when pos cannot be said that way: pos lacks a partition of base or is
+// behind it somewhere (base is not a position pos came from), or the id would be longer than maxLen bytes
+// (at most MaxCompactLen). It does not allocate when dst has room.
+func AppendCompact(dst []byte, ref Ref, base, pos Vector, maxLen int) ([]byte, bool) {
+	maxLen = min(maxLen, MaxCompactLen)
+	rawMax := (maxLen - len(PrefixCompact)) * 3 / 4
+	if ref.Partition < 0 || ref.Offset < 0 || rawMax <= 0 {
+		return dst, false
+	}
+	var stack [maxCompactRaw]byte
+	raw := stack[:0]
+	raw = binary.AppendUvarint(raw, uint64(ref.Partition))
+	raw = binary.AppendUvarint(raw, uint64(ref.Offset))
+	prev := int32(-1)
+	i := 0
+	for _, e := range pos.e {
+		if i < len(base.e) && base.e[i].Partition < e.Partition {
+			return dst, false // base has a partition pos lacks
+		}
+		var val uint64
+		if i < len(base.e) && base.e[i].Partition == e.Partition {
+			b := base.e[i].Offset
+			i++
+			if e.Offset < b {
+				return dst, false
+			}
+			if e.Offset == b {
+				continue
+			}
+			val = uint64(e.Offset - b - 1)
+		} else {
+			val = uint64(e.Offset)
+		}
+		raw = binary.AppendUvarint(raw, uint64(e.Partition-prev-1))
+		raw = binary.AppendUvarint(raw, val)
+		prev = e.Partition
+		if len(raw) > rawMax {
+			return dst, false
+		}
+	}
+	if i < len(base.e) {
+		return dst, false
+	}
+	dst = append(dst, PrefixCompact...)
+	return compactEncoding.AppendEncode(dst, raw), true
+}
+
+// ParseCompact decodes a compact id. It accepts exactly the spelling AppendCompact writes and rejects
+// anything else with a *SyntaxError wrapping ErrEmpty, ErrTooLong, ErrVersion, ErrSyntax or ErrRange. It
+// never panics and runs in time linear in len(id).
+func ParseCompact(id string) (Compact, error) {
+	n := len(id)
+	switch {
+	case n > MaxCompactLen:
+		return Compact{}, syntaxError(id, MaxLen, ErrTooLong)
+	case n == 0:
+		return Compact{}, syntaxError(id, 0, ErrEmpty)
+	case !IsCompact(id):
+		return Compact{}, syntaxError(id, 0, ErrVersion)
+	}
+	var stack [maxCompactRaw]byte
+	raw, err := compactEncoding.AppendDecode(stack[:0], []byte(id[len(PrefixCompact):]))
+	if err != nil {
+		return Compact{}, syntaxError(id, len(PrefixCompact), ErrSyntax)
+	}
+	at := 0
+	next := func(limit uint64) (uint64, error) {
+		x, k := binary.Uvarint(raw[at:])
+		switch {
+		case k == 0:
+			return 0, ErrSyntax
+		case k < 0:
+			return 0, ErrRange
+		case k != uvarintLen(x):
+			return 0, ErrSyntax // not the minimal spelling
+		case x > limit:
+			return 0, ErrRange
+		}
+		at += k
+		return x, nil
+	}
+	fail := func(err error) (Compact, error) {
+		return Compact{}, syntaxError(id, len(PrefixCompact)+at*4/3, err)
+	}
+	var c Compact
+	p, err := next(math.MaxInt32)
+	if err != nil {
+		return fail(err)
+	}
+	o, err := next(math.MaxInt64)
+	if err != nil {
+		return fail(err)
+	}
+	c.ref = Ref{Partition: int32(p), Offset: int64(o)}
+	prev := int64(-1)
+	for at < len(raw) {
+		gap, err := next(math.MaxInt32)
+		if err != nil {
+			return fail(err)
+		}
+		part := prev + 1 + int64(gap)
+		if part > math.MaxInt32 {
+			return fail(ErrRange)
+		}
+		val, err := next(math.MaxInt64)
+		if err != nil {
+			return fail(err)
+		}
+		if c.parts == nil {
+			c.parts = make([]int32, 0, (len(raw)-at)/2+1)
+			c.vals = make([]int64, 0, (len(raw)-at)/2+1)
+		}
+		c.parts = append(c.parts, int32(part))
+		c.vals = append(c.vals, int64(val))
+		prev = part
+	}
+	return c, nil
+}
+
+// uvarintLen returns the length of the minimal varint of x.
+func uvarintLen(x uint64) int {
+	n := 1
+	for x >= 0x80 {
+		x >>= 7
+		n++
+	}
+	return n
+}
+
+// Apply returns the position c says, against base, the vector of the checkpoint c refers to. It fails with
+// an error wrapping ErrRange when an offset would pass math.MaxInt64. The result shares no storage with base.
+func (c Compact) Apply(base Vector) (Vector, error) {
+	out := make([]Entry, 0, len(base.e)+len(c.parts))
+	i := 0
+	for k, p := range c.parts {
+		for i < len(base.e) && base.e[i].Partition < p {
+			out = append(out, base.e[i])
+			i++
+		}
+		off := c.vals[k]
+		if i < len(base.e) && base.e[i].Partition == p {
+			b := base.e[i].Offset
+			i++
+			if off > math.MaxInt64-b-1 {
+				return Vector{}, fmt.Errorf("%w: partition %d moves past the largest offset", ErrRange, p)
+			}
+			off += b + 1
+		}
+		out = append(out, Entry{Partition: p, Offset: off})
+	}
+	out = append(out, base.e[i:]...)
+	if len(out) == 0 {
+		return Vector{}, nil
+	}
+	return Vector{e: out}, nil
+}
