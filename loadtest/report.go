@@ -73,9 +73,9 @@ type result struct {
 	// length, and the stream's body bytes (frames, the opening block and keep-alives) per event.
 	IDBytesPerFrame    float64 `json:"id_bytes_per_frame,omitempty"`
 	FrameBytesPerFrame float64 `json:"frame_bytes_per_frame,omitempty"`
-	RSSBeforeBytes    int64   `json:"gateway_rss_before_bytes,omitempty"`
-	RSSAfterBytes     int64   `json:"gateway_rss_after_bytes,omitempty"`
-	RSSPerConnBytes   float64 `json:"gateway_rss_per_conn_bytes,omitempty"`
+	RSSBeforeBytes     int64   `json:"gateway_rss_before_bytes,omitempty"`
+	RSSAfterBytes      int64   `json:"gateway_rss_after_bytes,omitempty"`
+	RSSPerConnBytes    float64 `json:"gateway_rss_per_conn_bytes,omitempty"`
 
 	// storm
 	Reopened       int              `json:"reopened,omitempty"`
