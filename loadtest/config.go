@@ -25,23 +25,25 @@ const maxConnections = 10000
 
 // config is everything the flags say.
 type config struct {
-	Mode        string
-	URLs        []string // gateway base URLs, checked to be loopback
-	AdminURLs   []string // the gateways' admin ports (readyz, metrics), one per URL, checked to be loopback
-	Topic       string
-	Brokers     []string // checked to be loopback
-	CreateTopic bool
-	Partitions  int
-	Connections int
-	Rate        float64 // records per second; 0 = as fast as possible
-	Duration    time.Duration
-	Size        int
-	Keys        int
-	GatewayPIDs []int
-	ConnectPar  int
-	ReadyWait   time.Duration
-	DrainWait   time.Duration
-	JSON        bool
+	Mode      string
+	URLs      []string // gateway base URLs, checked to be loopback
+	AdminURLs []string // the gateways' admin ports (readyz, metrics), one per URL, checked to be loopback
+	Topic     string
+	Brokers   []string // checked to be loopback
+	// PositionTopic is where the checkpoints of compact (v2) ids are read from.
+	PositionTopic string
+	CreateTopic   bool
+	Partitions    int
+	Connections   int
+	Rate          float64 // records per second; 0 = as fast as possible
+	Duration      time.Duration
+	Size          int
+	Keys          int
+	GatewayPIDs   []int
+	ConnectPar    int
+	ReadyWait     time.Duration
+	DrainWait     time.Duration
+	JSON          bool
 
 	StormConsume time.Duration
 	StormGap     time.Duration
@@ -70,6 +72,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 		"the gateways' admin base URLs (/readyz, /metrics), comma-separated, one per --url in the same order (loopback only)")
 	fs.StringVar(&c.Topic, "topic", "loadtest", "topic to produce to and stream")
 	fs.StringVar(&brokers, "brokers", defBrokers, "Kafka seed brokers, comma-separated (loopback only); default $KAFKA_BROKERS, else 127.0.0.1:9092")
+	fs.StringVar(&c.PositionTopic, "position-topic", "ssegate.positions", "topic of the checkpoints the gateways' v2 ids refer to (their position-topic)")
 	fs.BoolVar(&c.CreateTopic, "create-topic", false, "create the topic (replication factor 1) if it does not exist")
 	fs.IntVar(&c.Partitions, "partitions", 3, "partitions of a topic created by --create-topic")
 	fs.IntVar(&c.Connections, "connections", 100, fmt.Sprintf("SSE connections to open, 1 to %d", maxConnections))

@@ -73,9 +73,16 @@ type result struct {
 	// length, and the stream's body bytes (frames, the opening block and keep-alives) per event.
 	IDBytesPerFrame    float64 `json:"id_bytes_per_frame,omitempty"`
 	FrameBytesPerFrame float64 `json:"frame_bytes_per_frame,omitempty"`
-	RSSBeforeBytes     int64   `json:"gateway_rss_before_bytes,omitempty"`
-	RSSAfterBytes      int64   `json:"gateway_rss_after_bytes,omitempty"`
-	RSSPerConnBytes    float64 `json:"gateway_rss_per_conn_bytes,omitempty"`
+	// V1IDs counts the events with a v1 id (the others had compact ones), V1Share that over all events.
+	V1IDs   int64   `json:"v1_ids"`
+	V1Share float64 `json:"v1_id_share"`
+	// Checkpoints counts the position topic's records the tracker read to check compact ids (all of them, from
+	// the topic's start), CheckpointBytesPerSec their key and value bytes over the producing time.
+	Checkpoints           int64   `json:"checkpoints,omitempty"`
+	CheckpointBytesPerSec float64 `json:"checkpoint_bytes_per_s,omitempty"`
+	RSSBeforeBytes        int64   `json:"gateway_rss_before_bytes,omitempty"`
+	RSSAfterBytes         int64   `json:"gateway_rss_after_bytes,omitempty"`
+	RSSPerConnBytes       float64 `json:"gateway_rss_per_conn_bytes,omitempty"`
 
 	// storm
 	Reopened       int              `json:"reopened,omitempty"`
@@ -146,7 +153,10 @@ func (r *result) summary() string {
 	case modeSteady:
 		fmt.Fprintf(&b, " deliveries/s=%.0f", r.DeliveriesPerSec)
 		fmtLatency(&b, "", r.Latency)
-		fmt.Fprintf(&b, " id_bytes/frame=%.1f frame_bytes/frame=%.1f", r.IDBytesPerFrame, r.FrameBytesPerFrame)
+		fmt.Fprintf(&b, " id_bytes/frame=%.1f frame_bytes/frame=%.1f v1_ids=%.1f%%", r.IDBytesPerFrame, r.FrameBytesPerFrame, 100*r.V1Share)
+		if r.Checkpoints > 0 {
+			fmt.Fprintf(&b, " checkpoints=%d checkpoint_bytes/s=%.0f", r.Checkpoints, r.CheckpointBytesPerSec)
+		}
 	case modeStorm:
 		fmt.Fprintf(&b, " reopened=%d served=%d time_to_serve_all=%.3fs", r.Reopened, r.Served, r.TimeToServeAll.Seconds())
 		fmtLatency(&b, "resume_", r.Resume)

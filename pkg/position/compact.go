@@ -207,3 +207,21 @@ func (c Compact) Apply(base Vector) (Vector, error) {
 	}
 	return Vector{e: out}, nil
 }
+
+// AppendEntries appends to dst the entries c lists, with the offsets they have against base (the vector of
+// the checkpoint c refers to), in ascending partition order; the partitions c does not list have base's
+// offsets. It is Apply without building the whole vector, for callers that already hold base's entries. It
+// fails like Apply.
+func (c Compact) AppendEntries(dst []Entry, base Vector) ([]Entry, error) {
+	for k, p := range c.parts {
+		off := c.vals[k]
+		if b, ok := base.Offset(p); ok {
+			if off > math.MaxInt64-b-1 {
+				return dst, fmt.Errorf("%w: partition %d moves past the largest offset", ErrRange, p)
+			}
+			off += b + 1
+		}
+		dst = append(dst, Entry{Partition: p, Offset: off})
+	}
+	return dst, nil
+}

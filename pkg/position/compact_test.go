@@ -3,6 +3,7 @@ package position
 import (
 	"errors"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -184,4 +185,25 @@ func FuzzParseCheckpoint(f *testing.F) {
 			t.Fatalf("ParseCheckpoint accepted a non-canonical record %x; re-encoded %x", b, back)
 		}
 	})
+}
+
+func TestCompactAppendEntriesAgreesWithApply(t *testing.T) {
+	base := MustParse("v1:0-5.2-9.4-1")
+	pos := MustParse("v1:0-5.1-3.2-12.4-2.7-0")
+	id, ok := AppendCompact(nil, Ref{0, 1}, base, pos, MaxCompactLen)
+	if !ok {
+		t.Fatal("AppendCompact refused")
+	}
+	c, err := ParseCompact(string(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	es, err := c.AppendEntries(nil, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Entry{{1, 3}, {2, 12}, {4, 2}, {7, 0}}
+	if !slices.Equal(es, want) {
+		t.Fatalf("AppendEntries = %v, want %v", es, want)
+	}
 }
