@@ -126,9 +126,10 @@ func (c *conn) deliverFrame(f ring.Frame, p Params) (synced bool) {
 	nl := bytes.IndexByte(f.Bytes, '\n')
 	baked := f.Bytes[len("id: "):nl]
 	synced = bytes.Equal(c.idBuf, baked)
-	if !synced && c.t.Cached != nil && bytes.HasPrefix(baked, []byte(position.PrefixCompact)) {
+	if !synced && !c.filtered() && c.t.Cached != nil && bytes.HasPrefix(baked, []byte(position.PrefixCompact)) {
 		// A compact id says the same position in other bytes: the stream is level with the ring when the
-		// checkpoint it names (this pod's own, at hand) gives c.pos.
+		// checkpoint it names (this pod's own, at hand) gives c.pos, and then takes the fast path. (A filtered
+		// stream stays on this path whatever it finds, so it is not worth resolving for.)
 		if v, ok := c.t.Cached(string(baked)); ok {
 			synced = v.Equal(c.pos)
 		}
