@@ -31,14 +31,17 @@ type Ref struct {
 // from the checkpoint's vector. It says nothing until applied to that vector (Apply).
 //
 // The id is "v2:" followed by the unpadded URL-safe base64 of a run of minimal unsigned varints: the
-// checkpoint's partition and offset, then per entry, in ascending partition order, the partition (the
-// first one as it is, each later one as its distance from the previous one minus one) and the offset: in a
-// partition the checkpoint has, how far it moved past the checkpoint's offset minus one (an entry is only
-// written when the position moved there); in a partition the checkpoint lacks, the offset itself.
+// checkpoint's partition and offset, then one or two per entry, in ascending partition order. The first is
+// gap<<2 | step, gap being the partition's distance from the previous entry's minus one (the first entry's:
+// the partition itself). A step of 1 to 3 says the partition moved that many offsets past the checkpoint's
+// (the common case, one byte in all); a step of 0 is followed by a second varint: in a partition the
+// checkpoint has, how far it moved minus 4; in one it lacks, the offset itself. An entry is only written
+// where the position moved, and a step of 1 to 3 only in a partition the checkpoint has, so every position
+// has one spelling against its checkpoint.
 type Compact struct {
 	ref   Ref
 	parts []int32
-	vals  []int64
+	vals  []int64 // -1 to -3: a step of 1 to 3; otherwise the second varint
 }
 
 // Ref returns the checkpoint the id refers to.
@@ -70,22 +73,25 @@ func AppendCompact(dst []byte, ref Ref, base, pos Vector, maxLen int) ([]byte, b
 		if i < len(base.e) && base.e[i].Partition < e.Partition {
 			return dst, false // base has a partition pos lacks
 		}
-		var val uint64
+		gap := uint64(e.Partition-prev-1) << 2
 		if i < len(base.e) && base.e[i].Partition == e.Partition {
 			b := base.e[i].Offset
 			i++
-			if e.Offset < b {
+			switch inc := e.Offset - b; {
+			case inc < 0:
 				return dst, false
-			}
-			if e.Offset == b {
+			case inc == 0:
 				continue
+			case inc <= 3:
+				raw = binary.AppendUvarint(raw, gap|uint64(inc))
+			default:
+				raw = binary.AppendUvarint(raw, gap)
+				raw = binary.AppendUvarint(raw, uint64(inc-4))
 			}
-			val = uint64(e.Offset - b - 1)
 		} else {
-			val = uint64(e.Offset)
+			raw = binary.AppendUvarint(raw, gap)
+			raw = binary.AppendUvarint(raw, uint64(e.Offset))
 		}
-		raw = binary.AppendUvarint(raw, uint64(e.Partition-prev-1))
-		raw = binary.AppendUvarint(raw, val)
 		prev = e.Partition
 		if len(raw) > rawMax {
 			return dst, false
@@ -110,6 +116,12 @@ func ParseCompact(id string) (Compact, error) {
 		return Compact{}, syntaxError(id, 0, ErrEmpty)
 	case !IsCompact(id):
 		return Compact{}, syntaxError(id, 0, ErrVersion)
+	}
+	for i := len(PrefixCompact); i < n; i++ {
+		// The base64 decoder skips CR and LF; an id has neither (nor anything else outside the alphabet).
+		if b := id[i]; !('A' <= b && b <= 'Z' || 'a' <= b && b <= 'z' || '0' <= b && b <= '9' || b == '-' || b == '_') {
+			return Compact{}, syntaxError(id, i, ErrSyntax)
+		}
 	}
 	var stack [maxCompactRaw]byte
 	raw, err := compactEncoding.AppendDecode(stack[:0], []byte(id[len(PrefixCompact):]))
@@ -147,24 +159,28 @@ func ParseCompact(id string) (Compact, error) {
 	c.ref = Ref{Partition: int32(p), Offset: int64(o)}
 	prev := int64(-1)
 	for at < len(raw) {
-		gap, err := next(math.MaxInt32)
+		x, err := next(math.MaxUint64)
 		if err != nil {
 			return fail(err)
 		}
-		part := prev + 1 + int64(gap)
-		if part > math.MaxInt32 {
+		part := prev + 1 + int64(x>>2)
+		if x>>2 > math.MaxInt32 || part > math.MaxInt32 {
 			return fail(ErrRange)
 		}
-		val, err := next(math.MaxInt64)
-		if err != nil {
-			return fail(err)
+		val := -int64(x & 3)
+		if val == 0 {
+			v, err := next(math.MaxInt64)
+			if err != nil {
+				return fail(err)
+			}
+			val = int64(v)
 		}
 		if c.parts == nil {
-			c.parts = make([]int32, 0, (len(raw)-at)/2+1)
-			c.vals = make([]int64, 0, (len(raw)-at)/2+1)
+			c.parts = make([]int32, 0, len(raw)-at+1)
+			c.vals = make([]int64, 0, len(raw)-at+1)
 		}
 		c.parts = append(c.parts, int32(part))
-		c.vals = append(c.vals, int64(val))
+		c.vals = append(c.vals, val)
 		prev = part
 	}
 	return c, nil
@@ -180,8 +196,28 @@ func uvarintLen(x uint64) int {
 	return n
 }
 
+// offset returns the offset entry k of c says, against base (bi: the entry's index in base, -1 when base
+// lacks its partition).
+func (c Compact) offset(k int, base Vector, bi int) (int64, error) {
+	p, val := c.parts[k], c.vals[k]
+	switch {
+	case bi < 0 && val < 0:
+		return 0, fmt.Errorf("%w: a step in partition %d, which the checkpoint lacks", ErrSyntax, p)
+	case bi < 0:
+		return val, nil
+	case val < 0:
+		return base.e[bi].Offset - val, nil // a step of 1 to 3: no overflow short of MaxInt64-3
+	}
+	b := base.e[bi].Offset
+	if val > math.MaxInt64-b-4 {
+		return 0, fmt.Errorf("%w: partition %d moves past the largest offset", ErrRange, p)
+	}
+	return b + 4 + val, nil
+}
+
 // Apply returns the position c says, against base, the vector of the checkpoint c refers to. It fails with
-// an error wrapping ErrRange when an offset would pass math.MaxInt64. The result shares no storage with base.
+// an error wrapping ErrRange when an offset would pass math.MaxInt64, or ErrSyntax when c uses a step in a
+// partition base lacks (c was not made against base). The result shares no storage with base.
 func (c Compact) Apply(base Vector) (Vector, error) {
 	out := make([]Entry, 0, len(base.e)+len(c.parts))
 	i := 0
@@ -190,14 +226,17 @@ func (c Compact) Apply(base Vector) (Vector, error) {
 			out = append(out, base.e[i])
 			i++
 		}
-		off := c.vals[k]
+		bi := -1
 		if i < len(base.e) && base.e[i].Partition == p {
-			b := base.e[i].Offset
+			bi = i
 			i++
-			if off > math.MaxInt64-b-1 {
-				return Vector{}, fmt.Errorf("%w: partition %d moves past the largest offset", ErrRange, p)
-			}
-			off += b + 1
+		}
+		off, err := c.offset(k, base, bi)
+		if err != nil {
+			return Vector{}, err
+		}
+		if off < 0 {
+			return Vector{}, fmt.Errorf("%w: partition %d moves past the largest offset", ErrRange, p)
 		}
 		out = append(out, Entry{Partition: p, Offset: off})
 	}
@@ -214,12 +253,16 @@ func (c Compact) Apply(base Vector) (Vector, error) {
 // fails like Apply.
 func (c Compact) AppendEntries(dst []Entry, base Vector) ([]Entry, error) {
 	for k, p := range c.parts {
-		off := c.vals[k]
-		if b, ok := base.Offset(p); ok {
-			if off > math.MaxInt64-b-1 {
-				return dst, fmt.Errorf("%w: partition %d moves past the largest offset", ErrRange, p)
-			}
-			off += b + 1
+		bi, ok := base.find(p)
+		if !ok {
+			bi = -1
+		}
+		off, err := c.offset(k, base, bi)
+		if err != nil {
+			return dst, err
+		}
+		if off < 0 {
+			return dst, fmt.Errorf("%w: partition %d moves past the largest offset", ErrRange, p)
 		}
 		dst = append(dst, Entry{Partition: p, Offset: off})
 	}

@@ -16,6 +16,8 @@ func TestCompactRoundTrip(t *testing.T) {
 		want      string // "" means not encodable
 	}{
 		{"equal", Ref{0, 0}, "v1:0-5.1-7", "v1:0-5.1-7", "v2:AAA"},
+		{"steps", Ref{0, 0}, "v1:0-5.1-7.9-1", "v1:0-6.1-10.9-5", ""},
+		{"step in a new partition", Ref{0, 0}, "v1:0-5", "v1:0-5.1-2", ""},
 		{"one moved", Ref{0, 300}, "v1:0-5.1-7", "v1:0-5.1-8", ""},
 		{"new partition", Ref{2, 1}, "v1:0-5", "v1:0-5.3-100", ""},
 		{"empty base", Ref{0, 9}, "v1:", "v1:0-1.7-2", ""},
@@ -86,6 +88,8 @@ func TestParseCompactRejects(t *testing.T) {
 		{"half ref", "v2:AA", ErrSyntax}, // one byte: the offset is missing
 		{"bad base64", "v2:AA*A", ErrSyntax},
 		{"padding", "v2:AAA=", ErrSyntax},
+		{"line break", "v2:\r0000", ErrSyntax}, // the base64 decoder would skip it
+		{"newline", "v2:AA\nA", ErrSyntax},
 		{"std alphabet", "v2:AAA+", ErrSyntax},
 		{"non-zero trailing bits", "v2:AAB", ErrSyntax},
 		{"overlong varint", "v2:gAAA", ErrSyntax}, // 0x80 0x00: zero spelled in two bytes
@@ -155,16 +159,26 @@ func FuzzParseCompact(f *testing.F) {
 			}
 			return
 		}
-		// One accepted spelling: applying to an empty base and encoding back gives the same id when every
-		// entry is absolute; against the base the entries name, it must also round-trip.
-		v, err := c.Apply(Vector{})
+		// One accepted spelling: against a base holding (at offset 0) exactly the partitions the id steps in,
+		// the entries with a second varint are absolute, and encoding the result gives the id back.
+		var base Vector
+		for k, p := range c.parts {
+			if c.vals[k] < 0 {
+				base.Set(p, 0)
+			}
+		}
+		v, err := c.Apply(base)
 		if err != nil {
-			t.Fatalf("Apply to the empty vector: %v", err)
+			return // an offset out of range
 		}
 		checkInvariants(t, v)
-		back, ok := AppendCompact(nil, c.Ref(), Vector{}, v, MaxCompactLen)
+		back, ok := AppendCompact(nil, c.Ref(), base, v, MaxCompactLen)
 		if !ok || string(back) != id {
 			t.Fatalf("ParseCompact(%q) accepted a non-canonical id; re-encoded %q, %v", id, back, ok)
+		}
+		es, err := c.AppendEntries(nil, base)
+		if err != nil || len(es) != c.Len() {
+			t.Fatalf("AppendEntries = %v, %v", es, err)
 		}
 	})
 }
@@ -205,5 +219,21 @@ func TestCompactAppendEntriesAgreesWithApply(t *testing.T) {
 	want := []Entry{{1, 3}, {2, 12}, {4, 2}, {7, 0}}
 	if !slices.Equal(es, want) {
 		t.Fatalf("AppendEntries = %v, want %v", es, want)
+	}
+}
+
+// TestCompactStepOnlyInBasePartitions: a step (1 to 3) names a move past the checkpoint, so against a
+// checkpoint that lacks the partition the id is wrong, not some other position.
+func TestCompactStepOnlyInBasePartitions(t *testing.T) {
+	id, ok := AppendCompact(nil, Ref{0, 0}, MustParse("v1:0-5"), MustParse("v1:0-6"), MaxCompactLen)
+	if !ok || len(id) != len("v2:AAAB") {
+		t.Fatalf("AppendCompact = %q, %v: want one byte for the entry", id, ok)
+	}
+	c, err := ParseCompact(string(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Apply(MustParse("v1:1-5")); !errors.Is(err, ErrSyntax) {
+		t.Fatalf("Apply against a checkpoint without the partition = %v, want ErrSyntax", err)
 	}
 }

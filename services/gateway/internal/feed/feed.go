@@ -54,7 +54,11 @@ type Config struct {
 	// position.Compact). A frame whose position does not fit CompactMax bytes that way gets a v1 id. Nil
 	// means v1 ids only.
 	Checkpoints Checkpointer
-	// CompactMax is the longest compact id a frame gets; a longer one is written as v1. Zero means 256.
+	// CompactMax is the longest compact id a frame gets; a longer one is written as v1. Zero means
+	// position.MaxCompactLen (1024): a compact id lists only the partitions that moved, each in fewer bytes
+	// than v1 spends on it, so up to that length it is shorter than the v1 id of the same position; and a
+	// fallback to a v1 id of hundreds of partitions when Kafka acknowledges checkpoints late would make the
+	// frames that much bigger just when the machine is busy.
 	CompactMax int
 	// CheckpointAfter is the compact id length, in bytes, past which the feed starts a new checkpoint (when
 	// none is being written). Zero means 32.
@@ -209,7 +213,7 @@ func NewWith(cfg Config, kc Cluster) (*Feed, error) {
 		f.topics[name] = &Topic{
 			name: name, ring: r, vf: cfg.ValueFormats[name], refreshed: &f.refreshed, appeared: make(chan struct{}),
 			parts: make(map[int32]*partition), atEnd: map[int32]bool{},
-			cps: cfg.Checkpoints, compactMax: cmp.Or(cfg.CompactMax, 256), cpAfter: cmp.Or(cfg.CheckpointAfter, 32),
+			cps: cfg.Checkpoints, compactMax: cmp.Or(cfg.CompactMax, position.MaxCompactLen), cpAfter: cmp.Or(cfg.CheckpointAfter, 32),
 			log: cfg.Logger,
 		}
 		if bal != nil {
