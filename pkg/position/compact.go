@@ -119,7 +119,7 @@ func ParseCompact(id string) (Compact, error) {
 	}
 	for i := len(PrefixCompact); i < n; i++ {
 		// The base64 decoder skips CR and LF; an id has neither (nor anything else outside the alphabet).
-		if b := id[i]; !('A' <= b && b <= 'Z' || 'a' <= b && b <= 'z' || '0' <= b && b <= '9' || b == '-' || b == '_') {
+		if !isCompactByte(id[i]) {
 			return Compact{}, syntaxError(id, i, ErrSyntax)
 		}
 	}
@@ -184,6 +184,11 @@ func ParseCompact(id string) (Compact, error) {
 		prev = part
 	}
 	return c, nil
+}
+
+// isCompactByte reports whether b is in the URL-safe base64 alphabet.
+func isCompactByte(b byte) bool {
+	return 'A' <= b && b <= 'Z' || 'a' <= b && b <= 'z' || '0' <= b && b <= '9' || b == '-' || b == '_'
 }
 
 // uvarintLen returns the length of the minimal varint of x.
