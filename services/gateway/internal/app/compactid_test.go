@@ -97,6 +97,9 @@ func TestCompactIDs(t *testing.T) {
 	if avg := float64(idBytes) / n; avg > 64 {
 		t.Fatalf("%.1f id bytes per frame, want at most 64", avg)
 	}
+	if got := metricValue(t, a, "ssegate_frame_ids_total", `topic="`+topic+`"`, `format="v2"`); got < float64(compact) {
+		t.Errorf("ssegate_frame_ids_total v2 = %v, want at least the %d compact ids seen", got, compact)
+	}
 	all := asV1(t, res, topic, evs)
 	checkEvents(t, c.initialID, all, byOffset(kafkatest.ReadAll(t, topic)))
 
