@@ -24,6 +24,20 @@ type shared struct {
 	frames    atomic.Int64              // events received by all connections
 	connErrs  atomic.Int64              // streams that ended with an error other than our own cancel
 	openConns atomic.Int64              // streams whose opening block has been read
+	idBytes   atomic.Int64              // bytes of the id: values of the events received by all connections
+	bodyBytes atomic.Int64              // bytes of event-stream body read by all connections (after chunked decoding)
+}
+
+// countingReader counts the bytes read through it; one per connection, summed into shared when it ends.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // client is one simulated browser: it holds the position tracker across reconnects.
@@ -117,7 +131,13 @@ func (c *client) stream(ctx context.Context, sh *shared, o connOpts) error {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		return fmt.Errorf("status %d: %s", resp.StatusCode, bytes.TrimSpace(b))
 	}
-	body := bufio.NewReaderSize(resp.Body, 4096)
+	counted := &countingReader{r: resp.Body}
+	var idBytes int64
+	defer func() {
+		sh.bodyBytes.Add(counted.n)
+		sh.idBytes.Add(idBytes)
+	}()
+	body := bufio.NewReaderSize(counted, 4096)
 	id, err := readOpening(body)
 	if err != nil {
 		return err
@@ -153,6 +173,7 @@ func (c *client) stream(ctx context.Context, sh *shared, o connOpts) error {
 		if err := c.event(sh, ev, o.measure); err != nil {
 			return err
 		}
+		idBytes += int64(len(ev.ID))
 	}
 }
 

@@ -26,26 +26,27 @@ const maxConnections = 100_000
 
 // config is everything the flags say.
 type config struct {
-	Mode        string
-	URLs        []string // gateway base URLs, checked to be loopback
-	AdminURLs   []string // the gateways' admin ports (readyz, metrics), one per URL, checked to be loopback
-	Topic       string
-	Brokers     []string // checked to be loopback
-	CreateTopic bool
-	Partitions  int
-	Connections int
-	Rate        float64 // records per second; 0 = as fast as possible
-	Duration    time.Duration
-	Size        int
-	Keys        int
-	GatewayPIDs []int
-	ConnectPar  int
-	PerSource   int // connections per loopback source address (source.go); 0 lets the kernel choose
-	IdleProbe   int // idle: records produced after measuring, which every connection must receive
-	ReadyWait   time.Duration
-	DrainWait   time.Duration
-	JSON        bool
-	CPUProfile  string // file for the tool's own CPU profile (runtime/pprof); empty means none
+	Mode          string
+	URLs          []string // gateway base URLs, checked to be loopback
+	AdminURLs     []string // the gateways' admin ports (readyz, metrics), one per URL, checked to be loopback
+	Topic         string
+	Brokers       []string // checked to be loopback
+	PositionTopic string   // where the checkpoints of compact (v2) ids are read from
+	CreateTopic   bool
+	Partitions    int
+	Connections   int
+	Rate          float64 // records per second; 0 = as fast as possible
+	Duration      time.Duration
+	Size          int
+	Keys          int
+	GatewayPIDs   []int
+	ConnectPar    int
+	PerSource     int // connections per loopback source address (source.go); 0 lets the kernel choose
+	IdleProbe     int // idle: records produced after measuring, which every connection must receive
+	ReadyWait     time.Duration
+	DrainWait     time.Duration
+	JSON          bool
+	CPUProfile    string // file for the tool's own CPU profile (runtime/pprof); empty means none
 
 	StormConsume       time.Duration
 	StormGap           time.Duration
@@ -81,6 +82,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 		"the gateways' admin base URLs (/readyz, /metrics), comma-separated, one per --url in the same order (loopback only)")
 	fs.StringVar(&c.Topic, "topic", "loadtest", "topic to produce to and stream")
 	fs.StringVar(&brokers, "brokers", defBrokers, "Kafka seed brokers, comma-separated (loopback only); default $KAFKA_BROKERS, else 127.0.0.1:9092")
+	fs.StringVar(&c.PositionTopic, "position-topic", "ssegate.positions", "topic of the checkpoints the gateways' v2 ids refer to (their position-topic)")
 	fs.BoolVar(&c.CreateTopic, "create-topic", false, "create the topic (replication factor 1) if it does not exist")
 	fs.IntVar(&c.Partitions, "partitions", 3, "partitions of a topic created by --create-topic (resume: default 1)")
 	fs.IntVar(&c.Connections, "connections", 100, fmt.Sprintf("SSE connections to open, 1 to %d", maxConnections))

@@ -70,11 +70,24 @@ type result struct {
 	ToolCPUSeconds    float64 `json:"tool_cpu_s,omitempty"` // steady and storm: the tool's own CPU over the same window
 	// GatewayWrites is the gateway's write system calls from the start of producing until every client
 	// caught up (steady), and FramesPerWrite the frames the clients received in that time per write.
-	GatewayWrites   int64   `json:"gateway_writes,omitempty"`
-	FramesPerWrite  float64 `json:"frames_per_write,omitempty"`
-	RSSBeforeBytes  int64   `json:"gateway_rss_before_bytes,omitempty"`
-	RSSAfterBytes   int64   `json:"gateway_rss_after_bytes,omitempty"`
-	RSSPerConnBytes float64 `json:"gateway_rss_per_conn_bytes,omitempty"`
+	// DeliveriesPerCPUSecond is Delivered divided by GatewayCPUSeconds (steady only).
+	DeliveriesPerCPUSecond float64 `json:"deliveries_per_cpu_s,omitempty"`
+	// IDBytesPerFrame and FrameBytesPerFrame are averages over every event received: the id: value's
+	// length, and the stream's body bytes (frames, the opening block and keep-alives) per event.
+	IDBytesPerFrame    float64 `json:"id_bytes_per_frame,omitempty"`
+	FrameBytesPerFrame float64 `json:"frame_bytes_per_frame,omitempty"`
+	// V1IDs counts the events with a v1 id (the others had compact ones), V1Share that over all events.
+	V1IDs   int64   `json:"v1_ids"`
+	V1Share float64 `json:"v1_id_share"`
+	// Checkpoints counts the position topic's records the tracker read to check compact ids (all of them, from
+	// the topic's start), CheckpointBytesPerSec their key and value bytes over the producing time.
+	Checkpoints           int64   `json:"checkpoints,omitempty"`
+	CheckpointBytesPerSec float64 `json:"checkpoint_bytes_per_s,omitempty"`
+	GatewayWrites         int64   `json:"gateway_writes,omitempty"`
+	FramesPerWrite        float64 `json:"frames_per_write,omitempty"`
+	RSSBeforeBytes        int64   `json:"gateway_rss_before_bytes,omitempty"`
+	RSSAfterBytes         int64   `json:"gateway_rss_after_bytes,omitempty"`
+	RSSPerConnBytes       float64 `json:"gateway_rss_per_conn_bytes,omitempty"`
 
 	// idle
 	Sources             string        `json:"source_addrs,omitempty"`
@@ -196,6 +209,10 @@ func (r *result) summary() string {
 	case modeSteady:
 		fmt.Fprintf(&b, " deliveries/s=%.0f", r.DeliveriesPerSec)
 		fmtLatency(&b, "", r.Latency)
+		fmt.Fprintf(&b, " id_bytes/frame=%.1f frame_bytes/frame=%.1f v1_ids=%.1f%%", r.IDBytesPerFrame, r.FrameBytesPerFrame, 100*r.V1Share)
+		if r.Checkpoints > 0 {
+			fmt.Fprintf(&b, " checkpoints=%d checkpoint_bytes/s=%.0f", r.Checkpoints, r.CheckpointBytesPerSec)
+		}
 	case modeStorm:
 		fmt.Fprintf(&b, " reopened=%d served=%d time_to_serve_all=%.3fs", r.Reopened, r.Served, r.TimeToServeAll.Seconds())
 		fmtLatency(&b, "resume_", r.Resume)
@@ -230,6 +247,9 @@ func (r *result) summary() string {
 	}
 	if r.GatewayCPUSeconds > 0 {
 		fmt.Fprintf(&b, " gateway_cpu=%.2fs", r.GatewayCPUSeconds)
+		if r.DeliveriesPerCPUSecond > 0 {
+			fmt.Fprintf(&b, " deliveries/cpu_s=%.0f", r.DeliveriesPerCPUSecond)
+		}
 	}
 	if r.ToolCPUSeconds > 0 {
 		fmt.Fprintf(&b, " tool_cpu=%.2fs", r.ToolCPUSeconds)

@@ -19,6 +19,7 @@ type runner struct {
 	sh      shared
 	clients []*client
 	prod    produceStats
+	cps     *checkpoints // resolves compact ids for the trackers
 	res     result
 
 	connectBase time.Duration // the fixed part of connect's timeout; zero means 30 s (tests shorten it)
@@ -72,9 +73,13 @@ func run(ctx context.Context, cfg config) (result, error) {
 	if cfg.Mode == modeResume {
 		r.res.Connections = 2 * cfg.ResumeCount
 	}
+	cps := newCheckpoints(cfg.Brokers, cfg.PositionTopic)
+	defer cps.close()
+	r.cps = cps
 	r.clients = make([]*client, cfg.Connections)
 	for i := range r.clients {
 		r.clients[i] = &client{n: i}
+		r.clients[i].tr.cps = cps
 	}
 	switch cfg.Mode {
 	case modeSteady:
@@ -272,6 +277,7 @@ func (r *runner) account(cs []*client, ends []int64) {
 		r.res.Lost += n.Lost
 		r.res.Dup += n.Dup
 		r.res.BadIDs += n.BadIDs
+		r.res.V1IDs += c.tr.v1Frames()
 		if n.Lost > 0 || n.Dup > 0 || n.BadIDs > 0 {
 			r.res.ConnsWithErrors++
 			if len(r.res.Bad) < 20 {
@@ -388,6 +394,17 @@ func (r *runner) steady(ctx context.Context) error {
 	r.produced()
 	r.res.ConnErrors = r.sh.connErrs.Load()
 	r.account(r.clients, ends)
+	if f := r.sh.frames.Load(); f > 0 {
+		r.res.V1Share = float64(r.res.V1IDs) / float64(f)
+		r.res.IDBytesPerFrame = float64(r.sh.idBytes.Load()) / float64(f)
+		r.res.FrameBytesPerFrame = float64(r.sh.bodyBytes.Load()) / float64(f)
+	}
+	if n, b := r.cps.read(); n > 0 {
+		r.res.Checkpoints, r.res.CheckpointBytesPerSec = n, float64(b)/r.res.Elapsed.Seconds()
+	}
+	if r.res.GatewayCPUSeconds > 0 {
+		r.res.DeliveriesPerCPUSecond = float64(r.res.Delivered) / r.res.GatewayCPUSeconds
+	}
 	return nil
 }
 

@@ -36,6 +36,14 @@ type tracker struct {
 
 	target    []int64   // when set, reachedAt is stamped once high covers target
 	reachedAt time.Time // zero until target is reached
+
+	// Compact ids: cps resolves their checkpoints (nil: a compact id is a bad id). A checkpoint's entries are
+	// raised once, when a frame first names it; later frames naming it only move their own entries.
+	cps     *checkpoints
+	lastRef position.Ref
+	haveRef bool
+	scratch []position.Entry
+	v1      int64 // frames with a v1 id
 }
 
 func (t *tracker) offset(p int32) int64 {
@@ -58,22 +66,75 @@ func (t *tracker) raise(p int32, off int64) int64 {
 	return adv
 }
 
+// decoded is an id taken apart for advance: a v1 vector, or a compact id with its checkpoint's vector.
+type decoded struct {
+	v       position.Vector
+	compact bool
+	c       position.Compact
+	base    position.Vector
+}
+
+// decode parses id and, for a compact one, fetches its checkpoint. It does not lock: it may wait for Kafka.
+func (t *tracker) decode(id string) (decoded, error) {
+	if !position.IsCompact(id) {
+		v, err := position.Parse(id)
+		return decoded{v: v}, err
+	}
+	if t.cps == nil {
+		return decoded{}, fmt.Errorf("compact id %q without a position topic", id)
+	}
+	c, err := position.ParseCompact(id)
+	if err != nil {
+		return decoded{}, err
+	}
+	base, err := t.cps.base(c.Ref())
+	return decoded{compact: true, c: c, base: base}, err
+}
+
+// advance raises high to the position d says and returns by how many offsets it moved. The caller holds mu.
+func (t *tracker) advance(d decoded) (int64, error) {
+	var adv int64
+	if !d.compact {
+		for i := range d.v.Len() {
+			e := d.v.At(i)
+			adv += t.raise(e.Partition, e.Offset)
+		}
+		return adv, nil
+	}
+	es, err := d.c.AppendEntries(t.scratch[:0], d.base)
+	t.scratch = es[:0]
+	if err != nil {
+		return 0, err
+	}
+	if !t.haveRef || t.lastRef != d.c.Ref() {
+		// high only grows, so a checkpoint's own entries need raising once.
+		for i := range d.base.Len() {
+			e := d.base.At(i)
+			adv += t.raise(e.Partition, e.Offset)
+		}
+		t.lastRef, t.haveRef = d.c.Ref(), true
+	}
+	for _, e := range es {
+		adv += t.raise(e.Partition, e.Offset)
+	}
+	return adv, nil
+}
+
 // open takes the id of a stream's opening block. The first one sets the starting position: everything after
 // it is owed. Later ones (resumes) are checked against what the client had.
 func (t *tracker) open(id string, now time.Time) error {
-	v, err := position.Parse(id)
+	d, err := t.decode(id)
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	var adv int64
+	if err == nil {
+		adv, err = t.advance(d)
+	}
 	if err != nil {
 		t.bad++
 		return fmt.Errorf("opening id %q: %w", id, err)
 	}
 	t.lastID = id
-	var adv int64
-	for i := range v.Len() {
-		e := v.At(i)
-		adv += t.raise(e.Partition, e.Offset)
-	}
 	if t.started {
 		t.lost += adv
 	}
@@ -84,19 +145,21 @@ func (t *tracker) open(id string, now time.Time) error {
 
 // frame accounts for one event with the given id, received at clk's time.
 func (t *tracker) frame(id string, clk *lazyClock) {
-	v, err := position.Parse(id)
+	d, err := t.decode(id)
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	var adv int64
+	if err == nil {
+		adv, err = t.advance(d)
+	}
 	if err != nil {
 		t.bad++
 		return
 	}
-	t.lastID = id
-	var adv int64
-	for i := range v.Len() {
-		e := v.At(i)
-		adv += t.raise(e.Partition, e.Offset)
+	if !d.compact {
+		t.v1++
 	}
+	t.lastID = id
 	if adv == 0 {
 		t.dup++
 	} else {
@@ -175,6 +238,13 @@ func (t *tracker) counts() trackerCounts {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return trackerCounts{Delivered: t.delivered, Lost: t.lost, Dup: t.dup, BadIDs: t.bad}
+}
+
+// v1Frames returns how many frames had a v1 id.
+func (t *tracker) v1Frames() int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.v1
 }
 
 // last returns the last id the client got (the one to resume from).

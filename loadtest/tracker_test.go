@@ -1,8 +1,11 @@
 package main
 
 import (
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/ssegate/ssegate/pkg/position"
 )
 
 func TestTracker(t *testing.T) {
@@ -145,5 +148,40 @@ func TestTrackerTarget(t *testing.T) {
 	}
 	if tr.last() != "v1:0-5.1-5" {
 		t.Fatalf("last = %q", tr.last())
+	}
+}
+
+// TestTrackerCompactIDs: compact ids are checked like v1 ones, through their checkpoints.
+func TestTrackerCompactIDs(t *testing.T) {
+	cps := newCheckpoints(nil, "positions")
+	cps.once.Do(func() {}) // no Kafka: the checkpoints are given
+	refA, refB := position.Ref{Partition: 0, Offset: 3}, position.Ref{Partition: 0, Offset: 9}
+	cps.m[refA] = position.MustParse("v1:0-5.1-7")
+	cps.m[refB] = position.MustParse("v1:0-6.1-8")
+	id := func(ref position.Ref, pos string) string {
+		b, ok := position.AppendCompact(nil, ref, cps.m[ref], position.MustParse(pos), 256)
+		if !ok {
+			t.Fatalf("AppendCompact(%v, %s) refused", ref, pos)
+		}
+		return string(b)
+	}
+	tr := tracker{cps: cps}
+	now := time.Now()
+	if err := tr.open("v1:0-5.1-7", now); err != nil {
+		t.Fatal(err)
+	}
+	tr.frame(id(refA, "v1:0-6.1-7"), &lazyClock{now})       // delivered
+	tr.frame(id(refA, "v1:0-6.1-8"), &lazyClock{now})       // delivered
+	tr.frame(id(refA, "v1:0-6.1-8"), &lazyClock{now})       // duplicate
+	tr.frame(id(refB, "v1:0-7.1-8"), &lazyClock{now})       // delivered, under a new checkpoint
+	tr.frame(id(refB, "v1:0-7.1-8.2-1"), &lazyClock{now})   // delivered 1 and lost 1 (2-0)
+	tr.frame("v1:0-8.1-8.2-1", &lazyClock{now})             // a v1 fallback frame: delivered
+	tr.frame("v2:"+strings.Repeat("A", 4), &lazyClock{now}) // malformed
+	want := trackerCounts{Delivered: 5, Lost: 1, Dup: 1, BadIDs: 1}
+	if got := tr.counts(); got != want {
+		t.Fatalf("counts = %+v, want %+v", got, want)
+	}
+	if tr.v1Frames() != 1 {
+		t.Fatalf("v1 frames = %d, want 1", tr.v1Frames())
 	}
 }

@@ -25,6 +25,17 @@
 // time linear in the input, refuses inputs longer than [MaxLen] before looking
 // at them, allocates only the entries slice on success and never panics.
 //
+// # Compact ids
+//
+// A topic with many partitions makes v1 ids long. A compact id ("v2:", see
+// [Compact], [AppendCompact], [ParseCompact]) names a checkpoint record (a
+// position-topic partition and offset, [Ref]) whose vector ([Checkpoint],
+// [AppendCheckpoint], [ParseCheckpoint]) someone stored in Kafka, plus the
+// few entries where the position moved since. It means nothing until the
+// checkpoint is read back and [Compact.Apply] gives the vector; this package
+// does not read Kafka. Its parser is as strict as Parse: one spelling per
+// id, bounded length ([MaxCompactLen]), never a panic.
+//
 // # Concurrency
 //
 // A [Vector] is a small value that refers to a shared, sorted slice of

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,7 +19,9 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ssegate/ssegate/pkg/kafkaconn"
+	"github.com/ssegate/ssegate/pkg/position"
 	tel "github.com/ssegate/ssegate/pkg/telemetry"
+	"github.com/ssegate/ssegate/services/gateway/internal/checkpoint"
 	"github.com/ssegate/ssegate/services/gateway/internal/feed"
 	"github.com/ssegate/ssegate/services/gateway/internal/limit"
 	"github.com/ssegate/ssegate/services/gateway/internal/replay"
@@ -38,6 +41,8 @@ type App struct {
 	replays *replay.Pool
 	// replayLog is the Kafka client the replays read with.
 	replayLog *replay.KafkaLog
+	// checkpoints writes the checkpoints of compact ids (nil with id-format v1).
+	checkpoints *checkpoint.Writer
 	// streamTopics are what streams read, per topic: the ring, and Kafka through the feed and replays.
 	streamTopics map[string]*stream.Topic
 	telemetry    *telemetry
@@ -96,8 +101,30 @@ func New(cfg Config, log *slog.Logger) (a *App, err error) {
 		f.Close()
 		return nil, err
 	}
+	resolver, err := checkpoint.NewResolver(cfg.PositionTopic, replayLog, isOutOfRange, 0)
+	if err != nil {
+		replayLog.Close()
+		f.Close()
+		return nil, err
+	}
+	var cpw *checkpoint.Writer
+	if cfg.IDFormat == "v2" {
+		writer := cfg.CheckpointWriter
+		if writer == "" {
+			writer, _ = os.Hostname()
+		}
+		if cpw, err = checkpoint.NewWriter(cfg.PositionTopic, writer, resolver, kopts...); err != nil {
+			replayLog.Close()
+			f.Close()
+			return nil, err
+		}
+		f.SetCheckpoints(cpw)
+	}
 	res, tracing, err := newTracing(cfg.OTLPEndpoint)
 	if err != nil {
+		if cpw != nil {
+			cpw.Close()
+		}
 		replayLog.Close()
 		return nil, err
 	}
@@ -120,6 +147,7 @@ func New(cfg Config, log *slog.Logger) (a *App, err error) {
 		}),
 		stats:        map[string]*stream.Stats{},
 		replayLog:    replayLog,
+		checkpoints:  cpw,
 		replays:      replay.NewPool(replay.Config{Readers: cfg.ReplayReaders, Tracer: tracer}, replayLog),
 		streamTopics: map[string]*stream.Topic{},
 	}
@@ -127,6 +155,10 @@ func New(cfg Config, log *slog.Logger) (a *App, err error) {
 		a.stats[name] = new(stream.Stats)
 		st := stream.NewTopic(f, name, a.replays, cfg.KeyPartitioner == "any")
 		st.ValueFormat = formats[name]
+		st.Resolve = func(ctx context.Context, id string, topicID [16]byte) (position.Vector, error) {
+			return resolver.Resolve(ctx, id, name, topicID)
+		}
+		st.Cached = func(id string) (position.Vector, bool) { return resolver.Cached(id, name, [16]byte{}) }
 		a.streamTopics[name] = st
 	}
 	// Every error below returns nil for a, so the release works on this copy.
@@ -185,6 +217,12 @@ func New(cfg Config, log *slog.Logger) (a *App, err error) {
 	return a, nil
 }
 
+// isOutOfRange says a replay.Log error is a read below the partition's low watermark.
+func isOutOfRange(err error) bool {
+	var oor *replay.OutOfRangeError
+	return errors.As(err, &oor)
+}
+
 // listen binds addr; its connections answer net/http's early errors in JSON.
 func listen(addr string) (net.Listener, error) {
 	var lc net.ListenConfig
@@ -199,6 +237,9 @@ func listen(addr string) (net.Listener, error) {
 func (a *App) release() {
 	a.feed.Close()
 	a.streams.Close()
+	if a.checkpoints != nil {
+		a.checkpoints.Close()
+	}
 	a.replayLog.Close()
 	for _, ln := range []net.Listener{a.ln, a.adminLn} {
 		if ln != nil {
@@ -238,6 +279,16 @@ func (a *App) Run(ctx context.Context) error {
 		}
 	})
 	wg.Go(func() { a.gate.run(feedCtx) })
+	if a.checkpoints != nil {
+		wg.Go(func() {
+			// Until the position topic exists, checkpoint writes fail and frames get v1 ids: exact all the same.
+			ectx, cancel := context.WithTimeout(feedCtx, 30*time.Second)
+			defer cancel()
+			if err := a.checkpoints.EnsureTopic(ectx); err != nil {
+				a.log.Warn("could not create the position topic; v2 ids need it", "topic", a.cfg.PositionTopic, "err", err)
+			}
+		})
+	}
 	serveErr := make(chan error, 1)
 	adminErr := make(chan error, 1)
 	go func() { serveErr <- a.srv.Serve(a.ln) }()
@@ -289,6 +340,9 @@ func (a *App) Run(ctx context.Context) error {
 	}
 	stopFeed()
 	wg.Wait()
+	if a.checkpoints != nil {
+		a.checkpoints.Close()
+	}
 	a.replayLog.Close()
 	if terr := a.telemetry.shutdown(sctx); terr != nil && !errors.Is(terr, context.DeadlineExceeded) {
 		a.log.Warn("telemetry shutdown", "err", terr)

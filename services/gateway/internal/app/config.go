@@ -97,6 +97,15 @@ type Config struct {
 	Auth AuthConfig
 	// CORS is which other origins' pages may read the gateway (config_auth.go).
 	CORS CORSConfig
+	// IDFormat is the id format of the frames this gateway frames once for all its streams: "v1" (the whole
+	// position vector) or "v2" (a compact id: a checkpoint in PositionTopic plus the partitions that moved
+	// since). Every gateway reads both, whatever its own. Default v1.
+	IDFormat string
+	// PositionTopic is the topic of the checkpoints compact ids refer to: written by gateways with IDFormat
+	// v2, read by all. Every gateway of a deployment must have the same. Default ssegate.positions.
+	PositionTopic string
+	// CheckpointWriter names this gateway in the checkpoints it writes. Default: the host name.
+	CheckpointWriter string
 	// OTLPEndpoint is the OTLP/HTTP collector spans are exported to, as a base URL (http://collector:4318;
 	// spans go to its /v1/traces). Default empty: tracing is off, with no exporter.
 	OTLPEndpoint string
@@ -120,6 +129,8 @@ func defaults() Config {
 		KeyPartitioner:   "murmur2",
 		ReplayReaders:    4,
 		ValueFormat:      "auto",
+		IDFormat:         "v1",
+		PositionTopic:    "ssegate.positions",
 		LogLevel:         slog.LevelInfo,
 		Auth:             authDefaults(),
 	}
@@ -150,6 +161,9 @@ func settingsOf(c *Config) []settings.Setting {
 		setting("value-format", "how values are written into frames: auto (text as it is, other values base64), base64 or text (as it is, lossy)", settings.String(&c.ValueFormat)),
 		setting("topic-value-format", "per-topic value formats overriding value-format, comma-separated topic=format pairs (orders=base64,logs=text)", settings.Map(&c.TopicValueFormats)),
 		setting("demo-topic", "topic shown by the dashboard at / (default: the first topic)", settings.String(&c.DemoTopic)),
+		setting("id-format", "id format of frames framed once for all streams: v1 (the whole position) or v2 (a checkpoint in position-topic plus what moved since); every gateway reads both", settings.String(&c.IDFormat)),
+		setting("position-topic", "topic of the checkpoints v2 ids refer to, written with id-format v2 and read by every gateway; the same on every gateway of a deployment", settings.String(&c.PositionTopic)),
+		setting("checkpoint-writer", "name of this gateway in the checkpoints it writes (default: the host name)", settings.String(&c.CheckpointWriter)),
 		setting("log-level", "lowest level logged: debug, info, warn, error", settings.Level(&c.LogLevel)),
 	}
 	own = append(own, ringSettings(c)...)
@@ -234,6 +248,8 @@ func (c Config) Validate() error {
 		{"key-partitioner", c.KeyPartitioner != "murmur2" && c.KeyPartitioner != "any", "murmur2 or any"},
 		{"replay-readers", c.ReplayReaders < 1 || c.ReplayReaders > 1000, "from 1 to 1000"},
 		{"demo-topic", !slices.Contains(c.Topics, c.DemoTopic), "one of the served topics"},
+		{"id-format", c.IDFormat != "v1" && c.IDFormat != "v2", "v1 or v2"},
+		{"position-topic", c.PositionTopic == "" || slices.Contains(c.Topics, c.PositionTopic), "a topic name that is not a served topic"},
 	}
 	for _, ch := range checks {
 		if ch.bad {

@@ -87,6 +87,8 @@ func TestLoadDefaults(t *testing.T) {
 	want.KeyPartitioner = "murmur2"
 	want.ReplayReaders = 4
 	want.ValueFormat = "auto"
+	want.IDFormat = "v1"
+	want.PositionTopic = "ssegate.positions"
 	want.DemoTopic = "orders"
 	want.LogLevel = slog.LevelInfo
 	want.Auth.KeyRefresh = time.Minute
@@ -475,6 +477,9 @@ func TestLoadInvalid(t *testing.T) {
 		{name: "listen from null YAML", env: minimalEnv, yaml: "listen:\n", want: []string{"listen"}},
 		{name: "admin-listen without port", args: []string{"--admin-listen=localhost"}, env: minimalEnv, want: []string{"admin-listen", "SSEGATE_ADMIN_LISTEN"}},
 		{name: "admin-listen is listen", args: []string{"--admin-listen=:8080"}, env: minimalEnv, want: []string{"admin-listen", "its own"}},
+		{name: "id-format v3", args: []string{"--id-format=v3"}, env: minimalEnv, want: []string{"id-format", "SSEGATE_ID_FORMAT", "v1 or v2"}},
+		{name: "position-topic served", args: []string{"--position-topic=orders"}, env: minimalEnv, want: []string{"position-topic", "SSEGATE_POSITION_TOPIC"}},
+		{name: "position-topic empty", env: minimalEnv, yaml: "position-topic: \"\"\n", want: []string{"position-topic"}},
 		{name: "max-streams negative", args: []string{"--max-streams=-1"}, env: minimalEnv, want: []string{"max-streams", "SSEGATE_MAX_STREAMS"}},
 		{name: "stream-rate negative", args: []string{"--stream-rate=-5"}, env: minimalEnv, want: []string{"stream-rate"}},
 		{name: "max-streams-per-ip negative", args: []string{"--max-streams-per-ip=-1"}, env: minimalEnv, want: []string{"max-streams-per-ip"}},

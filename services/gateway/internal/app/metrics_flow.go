@@ -64,7 +64,9 @@ func (t *telemetry) registerFlow(f *feed.Feed, obs *observer) error {
 	resume, err4 := m.Float64Histogram("ssegate.resume.duration", metric.WithUnit("s"),
 		metric.WithDescription("Time from a resuming stream's start (or a re-join) until it caught up with the ring, by source: ring, kafka or resync"),
 		metric.WithExplicitBucketBoundaries(resumeBuckets...))
-	for _, err := range []error{err1, err2, err3, err4} {
+	ids, err5 := m.Int64ObservableCounter("ssegate.frame.ids",
+		metric.WithDescription("Frames framed with id-format v2, by the id they got: v2 (compact), or v1 when no acknowledged checkpoint made a compact one"))
+	for _, err := range []error{err1, err2, err3, err4, err5} {
 		if err != nil {
 			return fmt.Errorf("metric instrument: %w", err)
 		}
@@ -89,8 +91,13 @@ func (t *telemetry) registerFlow(f *feed.Feed, obs *observer) error {
 				o.ObserveInt64(fed, off, partitionAttrs(topic, p))
 			}
 		})
+		for _, name := range f.Topics() {
+			compact, fallback := f.Topic(name).IDs()
+			o.ObserveInt64(ids, compact, metric.WithAttributes(attribute.String("topic", name), attribute.String("format", "v2")))
+			o.ObserveInt64(ids, fallback, metric.WithAttributes(attribute.String("topic", name), attribute.String("format", "v1")))
+		}
 		return nil
-	}, consumed.Inst(), fed)
+	}, consumed.Inst(), fed, ids)
 	if err != nil {
 		return fmt.Errorf("metric callback: %w", err)
 	}

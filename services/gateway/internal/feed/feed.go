@@ -1,6 +1,7 @@
 package feed
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -48,8 +49,37 @@ type Config struct {
 	// ValueFormats are the topics' value formats, how values are written into frames (see ValueFormat). A
 	// topic not in it, and every topic when it is nil, gets ValueAuto.
 	ValueFormats map[string]ValueFormat
+	// Checkpoints, when set, makes the ring's frame ids compact (v2): each names the newest checkpoint of
+	// the topic's position that Kafka has acknowledged, plus the partitions that moved since (see
+	// position.Compact). A frame whose position does not fit CompactMax bytes that way gets a v1 id. Nil
+	// means v1 ids only.
+	Checkpoints Checkpointer
+	// CompactMax is the longest compact id a frame gets; a longer one is written as v1. Zero means
+	// position.MaxCompactLen (1024): a compact id lists only the partitions that moved, each in fewer bytes
+	// than v1 spends on it, so up to that length it is shorter than the v1 id of the same position; and a
+	// fallback to a v1 id of hundreds of partitions when Kafka acknowledges checkpoints late would make the
+	// frames that much bigger just when the machine is busy.
+	CompactMax int
+	// CheckpointAfter is the compact id length, in bytes, past which the feed starts a new checkpoint (when
+	// none is being written). Zero means 32.
+	CheckpointAfter int
 	// Logger receives the feed's logs. Nil means slog.Default().
 	Logger *slog.Logger
+}
+
+// Checkpointer stores checkpoints of a topic's position vector (checkpoint.Writer).
+type Checkpointer interface {
+	// Write starts writing a checkpoint of topic (Kafka id topicID) at v, which the caller does not change
+	// afterwards; done is called once, without blocking, when Kafka acknowledged it (with where it is) or
+	// the write failed.
+	Write(topic string, topicID [16]byte, v position.Vector, done func(position.Ref, error))
+}
+
+// acked is a checkpoint Kafka has acknowledged: where it is, its vector, and the topic epoch it belongs to.
+type acked struct {
+	ref   position.Ref
+	vec   position.Vector
+	epoch uint64
 }
 
 // Feed reads the configured topics into their rings. Make it with New, then call Run.
@@ -101,6 +131,19 @@ type Topic struct {
 	pos    position.Vector
 	batch  ring.Batch
 	id     []byte
+	head   []byte // the v1 id of pos, for the ring's head, when frame ids are compact
+
+	// Compact ids (nil cps: none). The newest acknowledged checkpoint is swapped in by the writer's callback;
+	// cpBusy says one is being written; cpErrLog rate-limits the log of failed writes (under mu).
+	cps        Checkpointer
+	compactMax int
+	cpAfter    int
+	log        *slog.Logger
+	cpAcked    atomic.Pointer[acked]
+	cpBusy     atomic.Bool
+	cpErrAt    atomic.Int64
+	idCompact  atomic.Int64 // frames given a compact id
+	idFallback atomic.Int64 // frames given a v1 id while compact ids are on
 
 	published uint64        // frames published to the ring so far: the ring's head sequence (under mu)
 	newestSeq atomic.Uint64 // the ring's head after the latest publish (see Newest)
@@ -170,6 +213,8 @@ func NewWith(cfg Config, kc Cluster) (*Feed, error) {
 		f.topics[name] = &Topic{
 			name: name, ring: r, vf: cfg.ValueFormats[name], refreshed: &f.refreshed, appeared: make(chan struct{}),
 			parts: make(map[int32]*partition), atEnd: map[int32]bool{},
+			cps: cfg.Checkpoints, compactMax: cmp.Or(cfg.CompactMax, position.MaxCompactLen), cpAfter: cmp.Or(cfg.CheckpointAfter, 32),
+			log: cfg.Logger,
 		}
 		if bal != nil {
 			bal.rings = append(bal.rings, r)
@@ -177,6 +222,14 @@ func NewWith(cfg Config, kc Cluster) (*Feed, error) {
 	}
 	f.balance = bal
 	return f, nil
+}
+
+// SetCheckpoints sets Config.Checkpoints, before Run.
+func (f *Feed) SetCheckpoints(c Checkpointer) {
+	f.cfg.Checkpoints = c
+	for _, t := range f.topics {
+		t.cps = c
+	}
 }
 
 // Topic returns the named topic, or nil when the feed does not serve it.
@@ -254,7 +307,7 @@ func (t *Topic) publish(fs []Fetched) {
 		}
 		for _, rec := range fp.Records {
 			t.pos.Set(rec.Partition, rec.Offset)
-			t.id, _ = t.pos.AppendText(t.id[:0])
+			t.id = t.appendFrameID(t.id[:0])
 			t.batch.Add(AppendFrame(t.batch.Buf(), t.id, rec, t.vf), rec.Partition, rec.Offset, rec.Key)
 			if ts := rec.Timestamp.UnixMilli(); ts > newest {
 				newest = ts
@@ -296,8 +349,68 @@ func (t *Topic) publishBatch(newest int64) {
 	t.published += uint64(t.batch.Len())
 	t.newestTS.Store(newest)
 	t.newestSeq.Store(t.published)
-	t.ring.Publish(&t.batch, t.id)
+	head := t.id
+	if t.cps != nil {
+		// The ring's head id stays v1: streams parse it when they join, and a new stream's opening block
+		// carries a position of its own.
+		t.head, _ = t.pos.AppendText(t.head[:0])
+		head = t.head
+	}
+	t.ring.Publish(&t.batch, head)
 	t.batch.Reset()
+}
+
+// appendFrameID appends the id of a frame whose position is t.pos: v1 without checkpoints; otherwise
+// compact against the newest acknowledged checkpoint of this epoch when it fits, v1 when not. A compact id
+// never names a checkpoint Kafka has not acknowledged, so a crash leaves no id that points at nothing. A
+// new checkpoint is started when the compact id grows past cpAfter or could not be used. The caller holds
+// mu.
+func (t *Topic) appendFrameID(dst []byte) []byte {
+	if t.cps == nil {
+		dst, _ = t.pos.AppendText(dst)
+		return dst
+	}
+	if a := t.cpAcked.Load(); a != nil && a.epoch == t.epoch.Load() {
+		if id, ok := position.AppendCompact(dst, a.ref, a.vec, t.pos, t.compactMax); ok {
+			if len(id)-len(dst) > t.cpAfter {
+				t.checkpoint()
+			}
+			t.idCompact.Add(1)
+			return id
+		}
+	}
+	t.checkpoint()
+	t.idFallback.Add(1)
+	dst, _ = t.pos.AppendText(dst)
+	return dst
+}
+
+// checkpoint starts writing a checkpoint of t.pos unless one is being written, or the topic's Kafka id is
+// not known yet. The caller holds mu.
+func (t *Topic) checkpoint() {
+	if t.kid == ([16]byte{}) || !t.cpBusy.CompareAndSwap(false, true) {
+		return
+	}
+	vec, epoch := t.pos.Clone(), t.epoch.Load()
+	t.cps.Write(t.name, t.kid, vec, func(ref position.Ref, err error) {
+		if err == nil {
+			t.cpAcked.Store(&acked{ref: ref, vec: vec, epoch: epoch})
+		} else if now := time.Now().UnixNano(); now-t.cpErrAt.Load() > int64(10*time.Second) {
+			t.cpErrAt.Store(now)
+			t.log.Warn("checkpoint write failed; frames get v1 ids until one succeeds", "topic", t.name, "err", err)
+		}
+		t.cpBusy.Store(false)
+	})
+}
+
+// IDs returns how many frames got a compact id and how many a v1 id while compact ids are on.
+func (t *Topic) IDs() (compact, fallback int64) { return t.idCompact.Load(), t.idFallback.Load() }
+
+// ID returns the topic's Kafka id (zero until the feed has seen it).
+func (t *Topic) ID() [16]byte {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.kid
 }
 
 // Newest returns the ring's head sequence after the latest publish of records and the timestamp of that
@@ -504,6 +617,7 @@ func (t *Topic) recreated(id [16]byte, parts []int32) map[int32]int64 {
 		ps.caught.Store(false)
 	}
 	t.pos = t.pos.Restrict(nil)
+	t.kid = id                   // checkpoints from now on are of the new topic (their epoch is the new one too)
 	t.latest = position.Vector{} // the new topic's records are all new to every stream
 	t.id, _ = t.pos.AppendText(t.id[:0])
 	t.ring.Touch(t.id) // the new head first: a stream that sees the new epoch must not join the old head
@@ -514,6 +628,11 @@ func (t *Topic) recreated(id [16]byte, parts []int32) map[int32]int64 {
 func (t *Topic) setID(id [16]byte) {
 	t.mu.Lock()
 	t.kid = id
+	if t.cps != nil && t.exists && t.cpAcked.Load() == nil {
+		// A first checkpoint as soon as the topic's id is known, so that the first records already have one
+		// to refer to.
+		t.checkpoint()
+	}
 	t.mu.Unlock()
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/ssegate/ssegate/pkg/position"
 	"github.com/ssegate/ssegate/pkg/sse"
 	"github.com/ssegate/ssegate/services/gateway/internal/feed"
 	"github.com/ssegate/ssegate/services/gateway/internal/ring"
@@ -125,6 +126,14 @@ func (c *conn) deliverFrame(f ring.Frame, p Params) (synced bool) {
 	nl := bytes.IndexByte(f.Bytes, '\n')
 	baked := f.Bytes[len("id: "):nl]
 	synced = bytes.Equal(c.idBuf, baked)
+	if !synced && !c.filtered() && c.t.Cached != nil && bytes.HasPrefix(baked, []byte(position.PrefixCompact)) {
+		// A compact id says the same position in other bytes: the stream is level with the ring when the
+		// checkpoint it names (this pod's own, at hand) gives c.pos, and then takes the fast path. (A filtered
+		// stream stays on this path whatever it finds, so it is not worth resolving for.)
+		if v, ok := c.t.Cached(string(baked)); ok {
+			synced = v.Equal(c.pos)
+		}
+	}
 	if len(p.Events) > 0 && !p.Events[frameType(f.Bytes[nl+1:])] {
 		return synced
 	}

@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/ssegate/ssegate/pkg/position"
 	"github.com/ssegate/ssegate/pkg/sse"
+	"github.com/ssegate/ssegate/services/gateway/internal/checkpoint"
 	"github.com/ssegate/ssegate/services/gateway/internal/feed"
 	"github.com/ssegate/ssegate/services/gateway/internal/replay"
 	"github.com/ssegate/ssegate/services/gateway/internal/ring"
@@ -48,6 +50,59 @@ type Topic struct {
 	// Feed is the feed's view of the topic: whether it exists yet, and its partitions' generation. Nil means
 	// the topic exists and its partitions never change.
 	Feed *feed.Topic
+
+	// Resolve returns the position a compact (v2) id says, reading its checkpoint from Kafka when needed
+	// (checkpoint.Resolver.Resolve); a checkpoint of a topic whose Kafka id is not topicID is invalid (zero:
+	// not checked). Nil means compact ids are invalid here.
+	Resolve func(ctx context.Context, id string, topicID [16]byte) (position.Vector, error)
+	// Cached is Resolve without Kafka and without the topic id check, for the ring's own frames: false when
+	// the checkpoint is not at hand (checkpoint.Resolver.Cached). Nil means never.
+	Cached func(id string) (position.Vector, bool)
+}
+
+// kafkaID returns the topic's Kafka id as the feed knows it (zero without a feed).
+func (t *Topic) kafkaID() [16]byte {
+	if t.Feed == nil {
+		return [16]byte{}
+	}
+	return t.Feed.ID()
+}
+
+// parseID returns the position of a client's id, v1 or compact. A compact id that cannot be resolved is an
+// error wrapping checkpoint.ErrInvalid or checkpoint.ErrGone, or errReplay when Kafka could not be read.
+func (t *Topic) parseID(ctx context.Context, id string, topicID [16]byte) (position.Vector, error) {
+	if !position.IsCompact(id) {
+		return position.Parse(id)
+	}
+	if t.Resolve == nil {
+		return position.Vector{}, fmt.Errorf("%w: this gateway does not read compact ids", checkpoint.ErrInvalid)
+	}
+	v, err := t.Resolve(ctx, id, topicID)
+	if err != nil && !errors.Is(err, checkpoint.ErrInvalid) && !errors.Is(err, checkpoint.ErrGone) {
+		return position.Vector{}, fmt.Errorf("%w: %w", errReplay, err)
+	}
+	return v, err
+}
+
+// frameIDOf returns the position in the id line of a frame of this topic's ring: v1, or compact (this pod's
+// own checkpoints are at hand; one evicted from the cache is read back from Kafka). The frame may be of the
+// topic before it was deleted and created again: its position is still what the client has, and the resume
+// that follows tells the client what that means (an ahead resync), as for a v1 id.
+func (t *Topic) frameIDOf(ctx context.Context, frame []byte) (position.Vector, error) {
+	line := frame[len("id: "):bytes.IndexByte(frame, '\n')]
+	if !position.IsCompact(string(line)) {
+		return frameID(frame), nil
+	}
+	if t.Cached != nil {
+		if v, ok := t.Cached(string(line)); ok {
+			return v, nil
+		}
+	}
+	v, err := t.parseID(ctx, string(line), [16]byte{})
+	if err != nil && !errors.Is(err, errReplay) {
+		return position.Vector{}, fmt.Errorf("%w: the ring's id %s: %w", errReplay, line, err)
+	}
+	return v, err
 }
 
 // NewTopic returns what streams of topic name read: f's ring and partitions, Kafka through f and rp.
@@ -205,9 +260,9 @@ func (c *conn) start(ctx context.Context, t *Topic, p Params) error {
 	c.p = p
 	c.gen, c.epoch = t.generation(), t.epoch()
 	resuming := false
-	var invalid error
+	var invalid, gone error
 	if p.LastEventID != "" {
-		v, err := position.Parse(p.LastEventID)
+		v, err := t.parseID(ctx, p.LastEventID, t.kafkaID())
 		if err == nil {
 			err = c.checkPartitions(ctx, v, t)
 		}
@@ -216,6 +271,8 @@ func (c *conn) start(ctx context.Context, t *Topic, p Params) error {
 			c.pos, resuming = v, true
 		case errors.Is(err, errReplay) || errors.Is(err, errWrite):
 			return err
+		case errors.Is(err, checkpoint.ErrGone):
+			gone = err
 		default:
 			invalid = err
 		}
@@ -265,6 +322,15 @@ func (c *conn) start(ctx context.Context, t *Topic, p Params) error {
 			return err
 		}
 	}
+	if gone != nil {
+		// The checkpoint a compact id names is past the position topic's retention: the records it led to
+		// are, too, when that retention covers the data topic's (see docs/decisions.md). Which partitions,
+		// nobody can say any more.
+		c.stats.Resyncs[resyncRetention].Add(1)
+		if err := c.writeResync(ResyncData{Reason: ResyncRetention, Error: gone.Error(), Partitions: []ResyncPartition{}}); err != nil {
+			return err
+		}
+	}
 	c.idBuf, _ = c.pos.AppendText(c.idBuf[:0])
 	c.buf = sse.AppendID(c.buf, string(c.idBuf))
 	if c.leaving {
@@ -275,12 +341,15 @@ func (c *conn) start(ctx context.Context, t *Topic, p Params) error {
 		}
 		return errDrained
 	}
-	if !resuming && invalid == nil {
+	if !resuming && invalid == nil && gone == nil {
 		return c.catchUp(ctx, t, p, c0, head, false)
 	}
 	var pre []string
 	if invalid != nil {
 		pre = []string{ResyncInvalidID}
+	}
+	if gone != nil {
+		pre = []string{ResyncRetention}
 	}
 	return c.traceResume(ctx, false, c.began, pre, func(ctx context.Context) error {
 		return c.catchUp(ctx, t, p, c0, head, resuming)

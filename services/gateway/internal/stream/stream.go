@@ -417,7 +417,11 @@ func (c *conn) tokenMoment(now int64) (CloseReason, bool) {
 // has no gap.
 func (c *conn) rejoin(ctx context.Context) error {
 	if c.last != nil {
-		c.pos = frameID(c.last)
+		v, err := c.t.frameIDOf(ctx, c.last)
+		if err != nil {
+			return err
+		}
+		c.pos = v
 		c.last = nil
 	}
 	c.synced = false

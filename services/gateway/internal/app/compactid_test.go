@@ -1,0 +1,259 @@
+package app
+
+import (
+	"context"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/ssegate/ssegate/pkg/kafkatest"
+	"github.com/ssegate/ssegate/pkg/position"
+	"github.com/ssegate/ssegate/pkg/sse"
+	"github.com/ssegate/ssegate/services/gateway/internal/checkpoint"
+	"github.com/ssegate/ssegate/services/gateway/internal/replay"
+)
+
+// testResolver returns a Resolver of the position topic pt that reads Kafka on its own, like a third pod.
+func testResolver(t *testing.T, pt string) *checkpoint.Resolver {
+	t.Helper()
+	log, err := replay.NewKafkaLog(kgo.SeedBrokers(kafkatest.Brokers(t)...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(log.Close)
+	r, err := checkpoint.NewResolver(pt, log, isOutOfRange, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// asV1 returns evs with their compact ids resolved to v1, through r.
+func asV1(t *testing.T, r *checkpoint.Resolver, topic string, evs []sse.Event) []sse.Event {
+	t.Helper()
+	out := make([]sse.Event, len(evs))
+	for i, ev := range evs {
+		out[i] = ev
+		if position.IsCompact(ev.ID) {
+			v, err := r.Resolve(t.Context(), ev.ID, topic, [16]byte{})
+			if err != nil {
+				t.Fatalf("event %d: resolving %s: %v", i, ev.ID, err)
+			}
+			out[i].ID = v.String()
+		}
+	}
+	return out
+}
+
+// produceSpread produces n records of pad bytes to random partitions of parts.
+func produceSpread(t *testing.T, cl *kgo.Client, n, parts, pad int) {
+	t.Helper()
+	recs := make([]*kgo.Record, n)
+	for i := range recs {
+		recs[i] = &kgo.Record{Partition: rand.Int32N(int32(parts)), Value: []byte(`{"i":` + strings.Repeat("1", 1+i%3) + `,"pad":"` + strings.Repeat("x", pad) + `"}`)}
+	}
+	kafkatest.Produce(t, cl, recs...)
+}
+
+// TestCompactIDs: a gateway with id-format v2 frames short ids on a topic of many partitions; another
+// gateway (v1 itself) resumes them exactly, from its ring and from Kafka; ids it cannot resolve resync.
+func TestCompactIDs(t *testing.T) {
+	const parts = 64
+	topic := kafkatest.NewTopic(t, parts, nil)
+	pt := kafkatest.NewTopic(t, 1, nil)
+	a := startGateway(t, []string{topic}, func(c *Config) { c.IDFormat, c.PositionTopic = "v2", pt })
+	b := startGateway(t, []string{topic}, func(c *Config) { c.PositionTopic = pt })
+	small := startGateway(t, []string{topic}, func(c *Config) { c.PositionTopic, c.RingBytes, c.Prefill = pt, 64<<10, 0 })
+	a.waitReady(t)
+	b.waitReady(t)
+	small.waitReady(t)
+	cl := kafkatest.Client(t, kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	res := testResolver(t, pt)
+
+	c := connect(t, ctx, a.url+"/streams/"+topic)
+	const n = 600
+	for range n / 5 {
+		produceSpread(t, cl, 5, parts, 10) // a steady trickle, as most topics get, rather than one burst
+	}
+	evs := readN(t, c.p, n)
+	compact, idBytes := 0, 0
+	for _, ev := range evs {
+		idBytes += len(ev.ID)
+		if position.IsCompact(ev.ID) {
+			compact++
+		}
+	}
+	t.Logf("%d of %d ids compact, %.1f id bytes per frame", compact, n, float64(idBytes)/n)
+	if compact < n*8/10 {
+		t.Fatalf("%d of %d ids compact, want most", compact, n)
+	}
+	// A v1 id of 64 partitions with 1- or 2-digit offsets is about 330 bytes.
+	if avg := float64(idBytes) / n; avg > 64 {
+		t.Fatalf("%.1f id bytes per frame, want at most 64", avg)
+	}
+	if got := metricValue(t, a, "ssegate_frame_ids_total", `topic="`+topic+`"`, `format="v2"`); got < float64(compact) {
+		t.Errorf("ssegate_frame_ids_total v2 = %v, want at least the %d compact ids seen", got, compact)
+	}
+	all := asV1(t, res, topic, evs)
+	checkEvents(t, c.initialID, all, byOffset(kafkatest.ReadAll(t, topic)))
+
+	// Resume points: compact ids in the middle.
+	at := func(i int) int {
+		for ; i < n; i++ {
+			if position.IsCompact(evs[i].ID) {
+				return i
+			}
+		}
+		t.Fatal("no compact id")
+		return 0
+	}
+	resume := func(t *testing.T, g *gateway, i int) {
+		t.Helper()
+		recs := byOffset(kafkatest.ReadAll(t, topic))
+		total := 0
+		for _, m := range recs {
+			total += len(m)
+		}
+		want := total - countThrough(recs, position.MustParse(all[i].ID))
+		_, p, body, err := openStream(ctx, g.url+"/streams/"+topic, evs[i].ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = body.Close() }()
+		got := readN(t, p, want)
+		checkEvents(t, all[i].ID, asV1(t, res, topic, got), recs)
+	}
+	t.Run("same gateway", func(t *testing.T) { resume(t, a, at(n/3)) })
+	t.Run("other gateway ring", func(t *testing.T) {
+		before := resumes(t, b, topic, "ring")
+		resume(t, b, at(n/2))
+		if got := resumes(t, b, topic, "ring"); got != before+1 {
+			t.Errorf("ring resumes = %v, want %v", got, before+1)
+		}
+	})
+	t.Run("other gateway kafka", func(t *testing.T) {
+		produceSpread(t, cl, 1000, parts, 100) // about 150 KB of frames: more than the 64 KiB ring holds
+		before := resumes(t, small, topic, "kafka")
+		resume(t, small, at(n/2+10))
+		if got := resumes(t, small, topic, "kafka"); got != before+1 {
+			t.Errorf("kafka resumes = %v, want %v", got, before+1)
+		}
+	})
+
+	invalid := func(t *testing.T, g *gateway, id, reason, errHas string) {
+		t.Helper()
+		_, p, body, err := openStream(ctx, g.url+"/streams/"+topic, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = body.Close() }()
+		d, rid := resyncOf(t, p)
+		if d.Reason != reason || !strings.Contains(d.Error, errHas) || d.Partitions == nil || len(d.Partitions) != 0 {
+			t.Fatalf("resync = %+v, want reason %s with %q", d, reason, errHas)
+		}
+		if !strings.HasPrefix(rid, "v1:") {
+			t.Fatalf("resync id %q, want the live position", rid)
+		}
+	}
+	for _, tc := range []struct{ name, id, errHas string }{
+		{"garbage", "v2:!!", "malformed"},
+		{"not canonical", "v2:gAAA", "malformed"},
+		{"offset never written", "v2:AP____8H", "has no offset"},
+		{"no such partition", "v2:CQA", "no partition 9"},
+	} {
+		t.Run(tc.name, func(t *testing.T) { invalid(t, b, tc.id, "invalid-id", tc.errHas) })
+	}
+	t.Run("checkpoint of another topic", func(t *testing.T) {
+		other := kafkatest.NewTopic(t, 1, nil)
+		g := startGateway(t, []string{other}, func(c *Config) { c.PositionTopic = pt })
+		g.waitReady(t)
+		_, p, body, err := openStream(ctx, g.url+"/streams/"+other, evs[at(n/2)].ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = body.Close() }()
+		if d, _ := resyncOf(t, p); d.Reason != "invalid-id" || !strings.Contains(d.Error, "checkpoint of topic") {
+			t.Fatalf("resync = %+v", d)
+		}
+	})
+	t.Run("checkpoint gone", func(t *testing.T) {
+		id := evs[at(n/4)].ID // never resolved by small: not in its cache
+		ends, err := kafkatest.Admin(t).ListEndOffsets(ctx, pt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var os kadm.Offsets
+		ends.Each(func(o kadm.ListedOffset) { os.Add(kadm.Offset{Topic: pt, Partition: o.Partition, At: o.Offset}) })
+		if _, err := kafkatest.Admin(t).DeleteRecords(ctx, os); err != nil {
+			t.Fatal(err)
+		}
+		invalid(t, small, id, "retention", "no longer stored")
+	})
+}
+
+// TestCompactIDsWithoutPositionTopic: when checkpoints cannot be written, no frame names one: every id is
+// v1, and exact.
+func TestCompactIDsWithoutPositionTopic(t *testing.T) {
+	topic := kafkatest.NewTopic(t, 8, nil)
+	a := startGateway(t, []string{topic}, func(c *Config) { c.IDFormat, c.PositionTopic = "v2", "no/such topic" })
+	a.waitReady(t)
+	cl := kafkatest.Client(t, kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	c := connect(t, ctx, a.url+"/streams/"+topic)
+	for range 4 {
+		produceSpread(t, cl, 25, 8, 10)
+		time.Sleep(50 * time.Millisecond) // room for a checkpoint write to be (not) acknowledged
+	}
+	evs := readN(t, c.p, 100)
+	for i, ev := range evs {
+		if !strings.HasPrefix(ev.ID, "v1:") {
+			t.Fatalf("event %d: id %q names a checkpoint that was never written", i, ev.ID)
+		}
+	}
+	checkEvents(t, c.initialID, evs, byOffset(kafkatest.ReadAll(t, topic)))
+}
+
+// TestCompactIDRecreatedTopic: a compact id of a topic that was deleted and created again since resyncs
+// (invalid-id) instead of being applied to the new topic's offsets.
+func TestCompactIDRecreatedTopic(t *testing.T) {
+	topic := kafkatest.NewTopic(t, 4, nil)
+	pt := kafkatest.NewTopic(t, 1, nil)
+	a := startGateway(t, []string{topic}, func(c *Config) { c.IDFormat, c.PositionTopic = "v2", pt })
+	a.waitReady(t)
+	cl := kafkatest.Client(t, kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	c := connect(t, ctx, a.url+"/streams/"+topic)
+	var id string
+	for i := 0; id == "" && i < 50; i++ {
+		produceSpread(t, cl, 5, 4, 10)
+		for _, ev := range readN(t, c.p, 5) {
+			if position.IsCompact(ev.ID) {
+				id = ev.ID
+			}
+		}
+	}
+	if id == "" {
+		t.Fatal("no compact id after 250 records")
+	}
+	recreateTopic(t, ctx, topic, 4)
+	cl2 := kafkatest.Client(t, kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	produceSpread(t, cl2, 20, 4, 10)
+	b := startGateway(t, []string{topic}, func(c *Config) { c.PositionTopic = pt })
+	b.waitReady(t)
+	_, p, body, err := openStream(ctx, b.url+"/streams/"+topic, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = body.Close() }()
+	if d, _ := resyncOf(t, p); d.Reason != "invalid-id" || !strings.Contains(d.Error, "deleted and created again") {
+		t.Fatalf("resync = %+v", d)
+	}
+}
