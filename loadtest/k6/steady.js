@@ -16,6 +16,8 @@ const latency = new Trend("sse_latency", true);
 const delivered = new Counter("sse_delivered");
 const lost = new Counter("sse_lost");
 const duplicated = new Counter("sse_duplicated");
+// Frames whose compact (v2) ids a script cannot check (see common.js); 0 against a v1 gateway.
+const unchecked = new Counter("sse_unchecked");
 
 const hold = Number(__ENV.HOLD || 30);
 
@@ -64,4 +66,5 @@ export default function () {
   delivered.add(pos.delivered);
   lost.add(pos.lost);
   duplicated.add(pos.dup);
+  unchecked.add(pos.unchecked);
 }

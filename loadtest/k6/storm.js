@@ -17,6 +17,8 @@ import { Positions, streamURL } from "./common.js";
 const resumeLatency = new Trend("resume_latency", true);
 const lost = new Counter("sse_lost");
 const duplicated = new Counter("sse_duplicated");
+// Frames whose compact (v2) ids a script cannot check (see common.js); 0 against a v1 gateway.
+const unchecked = new Counter("sse_unchecked");
 const resyncs = new Counter("sse_resyncs");
 
 const consume = Number(__ENV.CONSUME || 5);
@@ -79,4 +81,5 @@ export default function () {
   }
   lost.add(pos.lost);
   duplicated.add(pos.dup);
+  unchecked.add(pos.unchecked);
 }
