@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -96,6 +99,21 @@ var staleMetadata = []error{
 	kerr.LeaderNotAvailable, kerr.UnknownLeaderEpoch, kerr.InconsistentTopicID, kerr.ReplicaNotAvailable,
 }
 
+// retriable says a fetch that failed with err is worth sending again: the metadata it used is stale, or its
+// connection broke (a broker restart, a reset, an idle connection a load balancer dropped), in which case the
+// client dials again. A fetch changes nothing on the broker, so sending it twice is harmless.
+func retriable(err error) bool {
+	if slices.ContainsFunc(staleMetadata, func(e error) bool { return errors.Is(err, e) }) {
+		return true
+	}
+	if errors.Is(err, kgo.ErrClientClosed) {
+		return false // the gateway is stopping
+	}
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNREFUSED)
+}
+
 // Fetch implements Log.
 func (l *KafkaLog) Fetch(ctx context.Context, topic string, partition int32, offset int64) ([]*kgo.Record, int64, error) {
 	return l.FetchMax(ctx, topic, partition, offset, 0)
@@ -117,7 +135,7 @@ func (l *KafkaLog) FetchMax(ctx context.Context, topic string, partition int32, 
 			}
 		}
 		recs, next, err := l.fetchOnce(ctx, topic, partition, offset, maxBytes, attempt > 0)
-		if err == nil || !slices.ContainsFunc(staleMetadata, func(e error) bool { return errors.Is(err, e) }) {
+		if err == nil || ctx.Err() != nil || !retriable(err) {
 			return recs, next, err
 		}
 		last = err
