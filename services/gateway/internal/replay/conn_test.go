@@ -43,13 +43,13 @@ type resetConn struct {
 
 func (c *resetConn) Read(b []byte) (int, error) {
 	if c.d.resetReads.CompareAndSwap(true, false) {
-		_ = c.Conn.Close()
+		_ = c.Close()
 		return 0, &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}
 	}
 	return c.Conn.Read(b)
 }
 
-// cut closes every connection dialled so far and reports how many there were.
+// cut closes every connection made so far and reports how many there were.
 func (d *cutDialer) cut() int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
