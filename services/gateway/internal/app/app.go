@@ -293,7 +293,8 @@ func (a *App) Run(ctx context.Context) error {
 	adminErr := make(chan error, 1)
 	go func() { serveErr <- a.srv.Serve(a.ln) }()
 	go func() { adminErr <- a.adminSrv.Serve(a.adminLn) }()
-	a.log.Info("gateway listening", "addr", a.ln.Addr().String(), "admin_addr", a.adminLn.Addr().String(), "topics", a.cfg.Topics)
+	a.log.Info("gateway listening", "addr", a.ln.Addr().String(), "admin_addr", a.adminLn.Addr().String(), "topics", a.cfg.Topics,
+		"open_files_limit", openFilesLimit())
 
 	var err error
 	select {
