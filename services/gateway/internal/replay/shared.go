@@ -334,9 +334,11 @@ func (p *Pool) source(ctx context.Context, key blockKey, from, to int64, interva
 				return false, nil
 			}
 		})
-		if err == nil && f.err != nil && !errors.Is(f.err, context.Canceled) {
+		var oor *OutOfRangeError
+		if err == nil && f.err != nil && !errors.Is(f.err, context.Canceled) && !(errors.As(f.err, &oor) && from > oor.Offset) {
 			// A stalled broker fails every waiter at once, not one after another; only a read ended by its
-			// starter's client leaving is tried again by the others.
+			// starter's client leaving, or one that started below the low watermark while from is not (a
+			// prefetch from an offset retention has passed), is tried again by the others.
 			err = f.err
 		}
 		if err != nil {
