@@ -335,7 +335,8 @@ func (p *Pool) source(ctx context.Context, key blockKey, from, to int64, interva
 			}
 		})
 		var oor *OutOfRangeError
-		if err == nil && f.err != nil && !errors.Is(f.err, context.Canceled) && !(errors.As(f.err, &oor) && from > oor.Offset) {
+		again := errors.Is(f.err, context.Canceled) || errors.As(f.err, &oor) && from > oor.Offset
+		if err == nil && f.err != nil && !again {
 			// A stalled broker fails every waiter at once, not one after another; only a read ended by its
 			// starter's client leaving, or one that started below the low watermark while from is not (a
 			// prefetch from an offset retention has passed), is tried again by the others.
