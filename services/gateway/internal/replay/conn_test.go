@@ -61,21 +61,29 @@ func (d *cutDialer) cut() int {
 	return n
 }
 
-// TestFetchAfterConnectionsCut: a fetch whose connection to the broker was cut since the last one is made
-// again on a new connection, not reported to the stream as a failed replay (which would end it with
-// replay_failed and send the client back to reconnect).
-func TestFetchAfterConnectionsCut(t *testing.T) {
-	topic := kafkatest.NewTopic(t, 1, nil)
+// cutLog returns a one-partition topic holding records "r-0" to "r-19", and a KafkaLog of the test cluster
+// whose connections d can cut.
+func cutLog(t *testing.T) (topic string, d *cutDialer, l *KafkaLog) {
+	t.Helper()
+	topic = kafkatest.NewTopic(t, 1, nil)
 	cl := kafkatest.Client(t, kgo.DefaultProduceTopic(topic))
 	for i := range 20 {
 		kafkatest.Produce(t, cl, &kgo.Record{Value: fmt.Appendf(nil, "r-%d", i)})
 	}
-	d := new(cutDialer)
+	d = new(cutDialer)
 	l, err := NewKafkaLog(kgo.SeedBrokers(kafkatest.Brokers(t)...), kgo.Dialer(d.dial))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(l.Close)
+	return topic, d, l
+}
+
+// TestFetchAfterConnectionsCut: a fetch whose connection to the broker was cut since the last one is made
+// again on a new connection, not reported to the stream as a failed replay (which would end it with
+// replay_failed and send the client back to reconnect).
+func TestFetchAfterConnectionsCut(t *testing.T) {
+	topic, d, l := cutLog(t)
 	for round := range 3 {
 		recs, next, err := l.Fetch(t.Context(), topic, 0, 5)
 		if err != nil {
@@ -93,17 +101,7 @@ func TestFetchAfterConnectionsCut(t *testing.T) {
 // TestFetchAfterReset: a fetch whose answer is lost to a reset after the request went out is sent again on a
 // new connection (a fetch changes nothing on the broker), rather than failing the stream's replay.
 func TestFetchAfterReset(t *testing.T) {
-	topic := kafkatest.NewTopic(t, 1, nil)
-	cl := kafkatest.Client(t, kgo.DefaultProduceTopic(topic))
-	for i := range 20 {
-		kafkatest.Produce(t, cl, &kgo.Record{Value: fmt.Appendf(nil, "r-%d", i)})
-	}
-	d := new(cutDialer)
-	l, err := NewKafkaLog(kgo.SeedBrokers(kafkatest.Brokers(t)...), kgo.Dialer(d.dial))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(l.Close)
+	topic, d, l := cutLog(t)
 	if _, _, err := l.Fetch(t.Context(), topic, 0, 0); err != nil { // connections and metadata in place
 		t.Fatal(err)
 	}

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -109,9 +108,10 @@ func retriable(err error) bool {
 	if errors.Is(err, kgo.ErrClientClosed) {
 		return false // the gateway is stopping
 	}
+	// A reset, a broken pipe or a refused dial is a net.Error (a *net.OpError, or the syscall.Errno inside it);
+	// a connection the broker closed mid-answer ends in EOF.
 	var ne net.Error
-	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNREFUSED)
+	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
 // Fetch implements Log.

@@ -26,6 +26,42 @@ type block struct {
 	recs     []*kgo.Record
 }
 
+// covers says the block holds every offset in [from, to].
+func (b *block) covers(from, to int64) bool { return b.from <= from && b.to >= to }
+
+// blockAt returns the key of the block of partition holding offset from, and the last offset a range up to
+// upto needs of it.
+func (p *Pool) blockAt(topic string, epoch uint64, partition int32, from, upto int64) (blockKey, int64) {
+	idx := from / p.cfg.BlockSize
+	return blockKey{topic, epoch, partition, idx}, min((idx+1)*p.cfg.BlockSize-1, upto)
+}
+
+// launch registers a new flight for key under p.mu, unless one is under way, and starts it: span is the
+// starting connection's, ended when the flight lands. It returns the flight under way and whether this call
+// started it.
+func (p *Pool) launch(ctx context.Context, key blockKey, from, to int64, span func() (context.Context, trace.Span)) (*flight, bool) {
+	p.mu.Lock()
+	if f := p.flights[key]; f != nil {
+		p.mu.Unlock()
+		return f, false
+	}
+	f := newFlight(from, to)
+	p.flights[key] = f
+	p.mu.Unlock()
+	sctx, sp := span()
+	f.join(key, flightSpan{sp, from, to, servedKafka})
+	go p.fly(sctx, key, f)
+	return f, true
+}
+
+// otherFailed says a read of the block that another connection started, and that failed with err, is no
+// answer for offset x: its starter's client left (its context ended), or it started below the low watermark
+// while x is not (a prefetch from an offset retention has passed). The connection reads the block again.
+func otherFailed(err error, x int64) bool {
+	var oor *OutOfRangeError
+	return errors.Is(err, context.Canceled) || errors.As(err, &oor) && x > oor.Offset
+}
+
 // flight is a block being read from Kafka. It publishes its records from offset start on as each fetch
 // decodes them, so that the connections reading the block hand them on at once rather than after the whole
 // block: a resume's first frame waits for one fetch, not for a block of them. The part of the block before
@@ -145,10 +181,7 @@ func (f *flight) await(ctx context.Context, x int64, mine bool, interval time.Du
 			return nil, hi, nil
 		}
 		if ended {
-			// Another connection's read that its client's leaving ended, or that started below the low
-			// watermark while x is not (a prefetch from an offset retention has passed), is no answer for x.
-			var oor *OutOfRangeError
-			if err == nil || !mine && (errors.Is(err, context.Canceled) || errors.As(err, &oor) && x > oor.Offset) {
+			if err == nil || !mine && otherFailed(err, x) {
 				return nil, hi, errAgain
 			}
 			return nil, hi, err
@@ -198,9 +231,7 @@ func (p *Pool) Read(ctx context.Context, topic string, epoch uint64, ranges []Ra
 	var started []*flight // flights this read started: a read ends once they have landed in the cache
 	// find points the cursor at the block holding its next offset.
 	find := func(c *cursor) error {
-		idx := c.next / p.cfg.BlockSize
-		key := blockKey{topic, epoch, c.partition, idx}
-		end := min((idx+1)*p.cfg.BlockSize-1, c.upto)
+		key, end := p.blockAt(topic, epoch, c.partition, c.next, c.upto)
 		s, err := p.source(ctx, key, c.next, end, interval, idle)
 		if err != nil {
 			return err
@@ -301,24 +332,16 @@ func (p *Pool) Read(ctx context.Context, topic string, epoch uint64, ranges []Ra
 // of the block under way that started after from (it is cached when it lands, before from too).
 func (p *Pool) source(ctx context.Context, key blockKey, from, to int64, interval time.Duration, idle func() error) (source, error) {
 	ctx, span := p.cfg.Tracer.Start(ctx, spanBlock)
-	covers := func(b *block) bool { return b.from <= from && b.to >= to }
 	for {
-		if b, ok := p.cached(key); ok && covers(b) {
+		if b, ok := p.cached(key); ok && b.covers(from, to) {
 			p.Stats.CacheHits.Add(1)
 			endBlockSpan(span, key, from, to, servedCache, b, nil)
 			return source{b: b}, nil
 		}
-		p.mu.Lock()
-		f := p.flights[key]
-		if f == nil {
-			f = newFlight(from, to)
-			p.flights[key] = f
-			p.mu.Unlock()
-			f.join(key, flightSpan{span, from, to, servedKafka})
-			go p.fly(ctx, key, f)
+		f, mine := p.launch(ctx, key, from, to, func() (context.Context, trace.Span) { return ctx, span })
+		if mine {
 			return source{f: f, mine: true}, nil
 		}
-		p.mu.Unlock()
 		if f.serves(from) {
 			p.Stats.CacheHits.Add(1)
 			f.join(key, flightSpan{span, from, to, servedShared})
@@ -334,12 +357,9 @@ func (p *Pool) source(ctx context.Context, key blockKey, from, to int64, interva
 				return false, nil
 			}
 		})
-		var oor *OutOfRangeError
-		again := errors.Is(f.err, context.Canceled) || errors.As(f.err, &oor) && from > oor.Offset
-		if err == nil && f.err != nil && !again {
-			// A stalled broker fails every waiter at once, not one after another; only a read ended by its
-			// starter's client leaving, or one that started below the low watermark while from is not (a
-			// prefetch from an offset retention has passed), is tried again by the others.
+		if err == nil && f.err != nil && !otherFailed(f.err, from) {
+			// A stalled broker fails every waiter at once, not one after another; only a read that is no
+			// answer for from (see otherFailed) is tried again by the others.
 			err = f.err
 		}
 		if err != nil {
@@ -457,22 +477,10 @@ func (p *Pool) Prefetch(ctx context.Context, topic string, epoch uint64, ranges 
 			continue
 		}
 		from := r.After + 1
-		idx := from / p.cfg.BlockSize
-		key := blockKey{topic, epoch, r.Partition, idx}
-		to := min((idx+1)*p.cfg.BlockSize-1, r.Upto)
-		if b, ok := p.cached(key); ok && b.from <= from && b.to >= to {
+		key, to := p.blockAt(topic, epoch, r.Partition, from, r.Upto)
+		if b, ok := p.cached(key); ok && b.covers(from, to) {
 			continue
 		}
-		p.mu.Lock()
-		if p.flights[key] != nil {
-			p.mu.Unlock()
-			continue
-		}
-		f := newFlight(from, to)
-		p.flights[key] = f
-		p.mu.Unlock()
-		sctx, span := p.cfg.Tracer.Start(ctx, spanBlock)
-		f.join(key, flightSpan{span, from, to, servedKafka})
-		go p.fly(sctx, key, f)
+		p.launch(ctx, key, from, to, func() (context.Context, trace.Span) { return p.cfg.Tracer.Start(ctx, spanBlock) })
 	}
 }
