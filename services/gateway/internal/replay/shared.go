@@ -36,10 +36,10 @@ func (p *Pool) blockAt(topic string, epoch uint64, partition int32, from, upto i
 	return blockKey{topic, epoch, partition, idx}, min((idx+1)*p.cfg.BlockSize-1, upto)
 }
 
-// launch registers a new flight for key under p.mu, unless one is under way, and starts it: span is the
-// starting connection's, ended when the flight lands. It returns the flight under way and whether this call
-// started it.
-func (p *Pool) launch(ctx context.Context, key blockKey, from, to int64, span func() (context.Context, trace.Span)) (*flight, bool) {
+// launch registers a new flight for key under p.mu, unless one is under way, and starts it under ctx. span is
+// the starting connection's block span, ended when the flight lands; nil starts one (from ctx) only when a
+// flight is started. It returns the flight under way and whether this call started it.
+func (p *Pool) launch(ctx context.Context, key blockKey, from, to int64, span trace.Span) (*flight, bool) {
 	p.mu.Lock()
 	if f := p.flights[key]; f != nil {
 		p.mu.Unlock()
@@ -48,9 +48,11 @@ func (p *Pool) launch(ctx context.Context, key blockKey, from, to int64, span fu
 	f := newFlight(from, to)
 	p.flights[key] = f
 	p.mu.Unlock()
-	sctx, sp := span()
-	f.join(key, flightSpan{sp, from, to, servedKafka})
-	go p.fly(sctx, key, f)
+	if span == nil {
+		ctx, span = p.cfg.Tracer.Start(ctx, spanBlock) // ended when the flight lands (join)
+	}
+	f.join(key, flightSpan{span, from, to, servedKafka})
+	go p.fly(ctx, key, f)
 	return f, true
 }
 
@@ -338,7 +340,7 @@ func (p *Pool) source(ctx context.Context, key blockKey, from, to int64, interva
 			endBlockSpan(span, key, from, to, servedCache, b, nil)
 			return source{b: b}, nil
 		}
-		f, mine := p.launch(ctx, key, from, to, func() (context.Context, trace.Span) { return ctx, span })
+		f, mine := p.launch(ctx, key, from, to, span)
 		if mine {
 			return source{f: f, mine: true}, nil
 		}
@@ -481,6 +483,6 @@ func (p *Pool) Prefetch(ctx context.Context, topic string, epoch uint64, ranges 
 		if b, ok := p.cached(key); ok && b.covers(from, to) {
 			continue
 		}
-		p.launch(ctx, key, from, to, func() (context.Context, trace.Span) { return p.cfg.Tracer.Start(ctx, spanBlock) })
+		p.launch(ctx, key, from, to, nil)
 	}
 }
