@@ -38,49 +38,53 @@ func parseStatCPU(stat []byte) (float64, error) {
 	return float64(ut+st) / clockTicks, nil
 }
 
-// parseStatusRSS returns VmRSS in bytes from the contents of /proc/<pid>/status.
-func parseStatusRSS(r io.Reader) (int64, error) {
+// procLine returns what follows prefix on the first line of r that starts with it, and that line. A file
+// without such a line is an errProcFormat error naming prefix (and hint, when not empty).
+func procLine(r io.Reader, prefix, hint string) (rest, line string, err error) {
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
-		rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:")
-		if !ok {
-			continue
+		if rest, ok := strings.CutPrefix(sc.Text(), prefix); ok {
+			return rest, sc.Text(), nil
 		}
-		f := strings.Fields(rest)
-		if len(f) != 2 || f[1] != "kB" {
-			return 0, fmt.Errorf("%w: VmRSS line %q", errProcFormat, sc.Text())
-		}
-		kb, err := strconv.ParseInt(f[0], 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("%w: VmRSS: %w", errProcFormat, err)
-		}
-		return kb << 10, nil
 	}
 	if err := sc.Err(); err != nil {
+		return "", "", err
+	}
+	if hint != "" {
+		hint = " (" + hint + ")"
+	}
+	return "", "", fmt.Errorf("%w: no %s line%s", errProcFormat, strings.TrimSuffix(prefix, ":"), hint)
+}
+
+// parseStatusRSS returns VmRSS in bytes from the contents of /proc/<pid>/status.
+func parseStatusRSS(r io.Reader) (int64, error) {
+	rest, line, err := procLine(r, "VmRSS:", "a kernel thread or a zombie?")
+	if err != nil {
 		return 0, err
 	}
-	return 0, fmt.Errorf("%w: no VmRSS line (a kernel thread or a zombie?)", errProcFormat)
+	f := strings.Fields(rest)
+	if len(f) != 2 || f[1] != "kB" {
+		return 0, fmt.Errorf("%w: VmRSS line %q", errProcFormat, line)
+	}
+	kb, err := strconv.ParseInt(f[0], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%w: VmRSS: %w", errProcFormat, err)
+	}
+	return kb << 10, nil
 }
 
 // parseIOSyscw returns syscw, the number of write system calls (write, writev, sendmsg and the like), from
 // the contents of /proc/<pid>/io.
 func parseIOSyscw(r io.Reader) (int64, error) {
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		rest, ok := strings.CutPrefix(sc.Text(), "syscw:")
-		if !ok {
-			continue
-		}
-		n, err := strconv.ParseInt(strings.TrimSpace(rest), 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("%w: syscw: %w", errProcFormat, err)
-		}
-		return n, nil
-	}
-	if err := sc.Err(); err != nil {
+	rest, _, err := procLine(r, "syscw:", "")
+	if err != nil {
 		return 0, err
 	}
-	return 0, fmt.Errorf("%w: no syscw line", errProcFormat)
+	n, err := strconv.ParseInt(strings.TrimSpace(rest), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%w: syscw: %w", errProcFormat, err)
+	}
+	return n, nil
 }
 
 // procSample is the CPU time, resident memory and write system calls of a set of processes at one moment.
@@ -181,29 +185,22 @@ func listenDrops(root string) (int64, error) {
 // parseNoFileLimit returns the soft "Max open files" limit from the contents of /proc/<pid>/limits
 // ("Max open files  20000  20000  files"); 0 means unlimited.
 func parseNoFileLimit(r io.Reader) (uint64, error) {
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		rest, ok := strings.CutPrefix(sc.Text(), "Max open files")
-		if !ok {
-			continue
-		}
-		f := strings.Fields(rest)
-		if len(f) < 2 {
-			return 0, fmt.Errorf("%w: limits line %q", errProcFormat, sc.Text())
-		}
-		if f[0] == "unlimited" {
-			return 0, nil
-		}
-		n, err := strconv.ParseUint(f[0], 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("%w: open files limit: %w", errProcFormat, err)
-		}
-		return n, nil
-	}
-	if err := sc.Err(); err != nil {
+	rest, line, err := procLine(r, "Max open files", "")
+	if err != nil {
 		return 0, err
 	}
-	return 0, fmt.Errorf("%w: no Max open files line", errProcFormat)
+	f := strings.Fields(rest)
+	if len(f) < 2 {
+		return 0, fmt.Errorf("%w: limits line %q", errProcFormat, line)
+	}
+	if f[0] == "unlimited" {
+		return 0, nil
+	}
+	n, err := strconv.ParseUint(f[0], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%w: open files limit: %w", errProcFormat, err)
+	}
+	return n, nil
 }
 
 // gatewayFDReserve is what a gateway keeps open besides its streams: listeners, Kafka and Redis connections,
