@@ -11,16 +11,16 @@ FUZZTIME               ?= 15s
 
 ## run: gateway + local Kafka + demo producer; open http://127.0.0.1:8080/
 run:
-	scripts/run-demo.sh
+	services/demo/run.sh
 
-BROWSER_DEPS           := tests/browser/node_modules/.package-lock.json
+BROWSER_DEPS           := pkg/browsertest/node_modules/.package-lock.json
 
 ## test: every test, against a real Kafka and Redis started for the run (and headless Chromium)
 test: $(BROWSER_DEPS)
-	scripts/with-services.sh -- $(MAKE) --no-print-directory test-go
+	pkg/kafkatest/with-services.sh -- $(MAKE) --no-print-directory test-go
 
-$(BROWSER_DEPS): tests/browser/package.json tests/browser/package-lock.json
-	cd tests/browser && npm ci --no-audit --no-fund
+$(BROWSER_DEPS): pkg/browsertest/package.json pkg/browsertest/package-lock.json
+	cd pkg/browsertest && npm ci --no-audit --no-fund
 
 POOL_REPEAT            ?= 10
 
@@ -35,20 +35,20 @@ KUBE_TEST_FLAGS        ?= -race -count=1 -timeout 20m
 
 ## test-k8s: the chart on a real kube-apiserver and etcd (built and cached on first use, about 10 min cold)
 test-k8s:
-	$(GO) vet -tags kube ./tests/k8s/
-	scripts/kube/with-cluster.sh -- $(GO) test -tags kube $(KUBE_TEST_FLAGS) -run '^TestChartOnAPIServer$$' ./tests/k8s/
+	$(GO) vet -tags kube ./k8s/cluster/
+	k8s/cluster/with-cluster.sh -- $(GO) test -tags kube $(KUBE_TEST_FLAGS) -run '^TestChartOnAPIServer$$' ./k8s/cluster/
 
 ## e2e-k8s: the chart on a real node (kubelet, containerd, runc, CNI bridge) with Kafka and the images; root
 e2e-k8s:
-	scripts/kube/with-cluster.sh --node -- $(GO) test -tags kube $(KUBE_TEST_FLAGS) -run '^TestChartOnNode$$' ./tests/k8s/
+	k8s/cluster/with-cluster.sh --node -- $(GO) test -tags kube $(KUBE_TEST_FLAGS) -run '^TestChartOnNode$$' ./k8s/cluster/
 
 ## image: an OCI image tarball of each service in .run/image (IMAGE_PLATFORMS=linux/amd64,linux/arm64 for multi-arch)
 image:
-	scripts/image.sh
+	k8s/image/image.sh
 
 ## helm-docs: the chart's values.schema.json and README values table, from the comments in values.yaml
 helm-docs:
-	$(GO) run ./tools/chartdoc
+	$(GO) run ./helm/chartdoc
 
 ## build: the service binaries into .run/bin
 build:
@@ -60,7 +60,7 @@ LOADTEST_ARGS          ?= --mode=steady --connections=50 --rate=200 --duration=1
 ## loadtest: a short load scenario (LOADTEST_ARGS) against a local Kafka and gateway; prints the summary line
 loadtest: build
 	$(GO) build -trimpath -o .run/bin/loadtest ./loadtest
-	scripts/with-services.sh --no-redis -- loadtest/local.sh $(LOADTEST_ARGS)
+	pkg/kafkatest/with-services.sh --no-redis -- loadtest/local.sh $(LOADTEST_ARGS)
 
 $(GOLANGCI_LINT):
 	GOBIN=$(dir $(GOLANGCI_LINT)) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)

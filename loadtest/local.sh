@@ -3,7 +3,7 @@
 #
 #   loadtest/local.sh [LOADTEST FLAGS...]
 #
-# Needs KAFKA_BROKERS (run it under scripts/with-services.sh) and the binaries .run/bin/gateway and
+# Needs KAFKA_BROKERS (run it under pkg/kafkatest/with-services.sh) and the binaries .run/bin/gateway and
 # .run/bin/loadtest (`make loadtest` builds both). The gateway serves topic $LOADTEST_TOPIC (default
 # loadtest) on a free loopback port, or $LOADTEST_PORT (its admin port: $LOADTEST_ADMIN_PORT, or a free one);
 # its log goes to .run/loadtest-gateway.log. Extra
@@ -12,7 +12,7 @@
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
-: "${KAFKA_BROKERS:?KAFKA_BROKERS is not set: run under scripts/with-services.sh}"
+: "${KAFKA_BROKERS:?KAFKA_BROKERS is not set: run under pkg/kafkatest/with-services.sh}"
 topic=${LOADTEST_TOPIC:-loadtest}
 freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 port=${LOADTEST_PORT:-$(freeport)}

@@ -20,14 +20,14 @@ func Brokers(t testing.TB) []string {
 }
 
 // SASLBrokers returns the test cluster's SASL_PLAINTEXT listener (KAFKA_SASL_BROKERS, set by
-// scripts/kafka.sh), or skips t (fails it under CI=true) when there is none.
+// pkg/kafkatest/kafka.sh), or skips t (fails it under CI=true) when there is none.
 func SASLBrokers(t testing.TB) []string {
 	t.Helper()
 	return fromEnv(t, "KAFKA_SASL_BROKERS")
 }
 
 // TLSBrokers returns the test cluster's SSL listener (KAFKA_TLS_BROKERS) and the PEM file of the CA that
-// signed its certificate (KAFKA_TLS_CA), both set by scripts/kafka.sh, or skips t (fails it under CI=true).
+// signed its certificate (KAFKA_TLS_CA), both set by pkg/kafkatest/kafka.sh, or skips t (fails it under CI=true).
 func TLSBrokers(t testing.TB) (brokers []string, caFile string) {
 	t.Helper()
 	return fromEnv(t, "KAFKA_TLS_BROKERS"), fromEnv(t, "KAFKA_TLS_CA")[0]
@@ -40,7 +40,7 @@ func fromEnv(t testing.TB, name string) []string {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("%s is not set: under CI a test that needs Kafka must not be skipped (run it with `make test`)", name)
 		}
-		t.Skipf("%s is not set: run with `make test` or scripts/with-services.sh to get a local Kafka", name)
+		t.Skipf("%s is not set: run with `make test` or pkg/kafkatest/with-services.sh to get a local Kafka", name)
 	}
 	return strings.Split(v, ",")
 }

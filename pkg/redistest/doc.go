@@ -1,5 +1,5 @@
 // Package redistest gives tests a real Redis server: the one named by the REDIS_ADDR environment variable
-// (host:port), which `make test` (scripts/with-services.sh) starts on loopback.
+// (host:port), which `make test` (pkg/kafkatest/with-services.sh) starts on loopback.
 //
 // Without REDIS_ADDR a test that needs Redis is skipped, except under CI=true, where it fails: CI must
 // never pass by skipping the tests that matter. Tests share the server, so each should use keys under its

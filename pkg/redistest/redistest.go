@@ -20,7 +20,7 @@ func Addr(t testing.TB) string {
 		if os.Getenv("CI") == "true" {
 			t.Fatal("REDIS_ADDR is not set: under CI a test that needs Redis must not be skipped (run it with `make test`)")
 		}
-		t.Skip("REDIS_ADDR is not set: run with `make test` or scripts/with-services.sh to get a local Redis")
+		t.Skip("REDIS_ADDR is not set: run with `make test` or pkg/kafkatest/with-services.sh to get a local Redis")
 	}
 	return v
 }

@@ -27,7 +27,7 @@ import (
 // GOMEMLIMIT the chart derives, each time reading them all through its prefill (20000), and logs the process's
 // VmRSS and VmHWM once it is ready, and what /metrics says the rings hold. It runs only with SSEGATE_MEASURE_RSS=1 (and KAFKA_BROKERS):
 //
-//	SSEGATE_MEASURE_RSS=1 scripts/with-services.sh --no-redis go test -count=1 -v -run MeasureRSS ./services/gateway/
+//	SSEGATE_MEASURE_RSS=1 pkg/kafkatest/with-services.sh --no-redis go test -count=1 -v -run MeasureRSS ./services/gateway/
 func TestMeasureRSS8Topics(t *testing.T) {
 	if os.Getenv("SSEGATE_MEASURE_RSS") != "1" {
 		t.Skip("a measurement: set SSEGATE_MEASURE_RSS=1 to run it")

@@ -24,7 +24,7 @@ import (
 // commit rounds have passed, and logs the process's VmRSS and VmHWM. It runs only with
 // SSEGATE_MEASURE_RSS=1 (and KAFKA_BROKERS):
 //
-//	SSEGATE_MEASURE_RSS=1 scripts/with-services.sh --no-redis go test -count=1 -v -run MeasureRSS ./services/ingest/
+//	SSEGATE_MEASURE_RSS=1 pkg/kafkatest/with-services.sh --no-redis go test -count=1 -v -run MeasureRSS ./services/ingest/
 func TestMeasureRSS100Sources(t *testing.T) {
 	if os.Getenv("SSEGATE_MEASURE_RSS") != "1" {
 		t.Skip("a measurement: set SSEGATE_MEASURE_RSS=1 to run it")

@@ -17,7 +17,7 @@ import (
 	"github.com/ssegate/ssegate/pkg/sse"
 )
 
-// pageDriver is a page in headless Chromium driven by tests/browser/drive.mjs: each command is one JSON line,
+// pageDriver is a page in headless Chromium driven by pkg/browsertest/drive.mjs: each command is one JSON line,
 // answered by one.
 type pageDriver struct {
 	in  io.WriteCloser

@@ -45,7 +45,7 @@ func browserTools(t *testing.T) (node, chromium, dir string) {
 	if _, err := os.Stat(chromium); err != nil {
 		missing("no Chromium at " + chromium + " (Debian: apt-get install chromium)")
 	}
-	dir, _ = filepath.Abs(filepath.Join("..", "..", "..", "..", "tests", "browser"))
+	dir, _ = filepath.Abs(filepath.Join("..", "..", "..", "..", "pkg", "browsertest"))
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", "playwright-core")); err != nil {
 		missing("playwright-core is not installed in " + dir + " (run npm ci there, or make test)")
 	}
@@ -255,7 +255,7 @@ func (d *dashboardPage) fullReport(t *testing.T) pageReport {
 	return r
 }
 
-// startDriver runs a page driver of tests/browser (script, with args) under node for at most timeout, with
+// startDriver runs a page driver of pkg/browsertest (script, with args) under node for at most timeout, with
 // Debian's Chromium and env added to the environment; its stderr goes to the test's output. It returns the
 // driver's stdin and its stdout, line by line; the driver is waited for when the test ends (close stdin first
 // for one that reads it).

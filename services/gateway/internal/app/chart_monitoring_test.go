@@ -16,8 +16,8 @@ import (
 // The files beside the chart for users without Helm or without the Prometheus Operator. TestMonitoringFiles
 // keeps them equal to what the chart renders (-update-chart rewrites them).
 const (
-	rulesFile     = "../../../../deploy/prometheus/ssegate-rules.yaml"
-	dashboardFile = "../../../../deploy/grafana/ssegate.json"
+	rulesFile     = "../../../../k8s/monitoring/prometheus/ssegate-rules.yaml"
+	dashboardFile = "../../../../k8s/monitoring/grafana/ssegate.json"
 	chartBoard    = "../../../../helm/ssegate/dashboards/ssegate.json"
 	runbooksDir   = "../../../../docs/runbooks"
 )
@@ -169,8 +169,8 @@ func TestChartMonitoring(t *testing.T) {
 	})
 }
 
-// TestMonitoringFiles: deploy/prometheus/ssegate-rules.yaml is the chart's PrometheusRule as a Prometheus
-// rules file (release and namespace "ssegate", as k8s/base), and deploy/grafana/ssegate.json is the chart's
+// TestMonitoringFiles: k8s/monitoring/prometheus/ssegate-rules.yaml is the chart's PrometheusRule as a Prometheus
+// rules file (release and namespace "ssegate", as k8s/base), and k8s/monitoring/grafana/ssegate.json is the chart's
 // dashboard; -update-chart rewrites both.
 func TestMonitoringFiles(t *testing.T) {
 	spec, _, _ := renderMonitoring(t, "ssegate", "ssegate", monitoringValues(nil))

@@ -337,7 +337,7 @@ func TestChartRequiredValues(t *testing.T) {
 // the wrong type or an unknown value is refused before anything renders, and random values of the right
 // types render.
 func TestChartSchema(t *testing.T) {
-	cmd := exec.Command("go", "run", "./tools/chartdoc", "-check")
+	cmd := exec.Command("go", "run", "./helm/chartdoc", "-check")
 	cmd.Dir = "../../../.."
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("chartdoc -check: %v\n%s", err, out)

@@ -27,7 +27,7 @@ const benchEvents = 100_000
 // settings (100ms, 1000 events), and stops the clock when a read_committed consumer has seen them all.
 // The time includes the source's start (fencing, checkpoint read). Skipped without KAFKA_BROKERS.
 //
-//	scripts/with-services.sh go test -run '^$' -bench IngestThroughput -benchtime 3x ./services/ingest/internal/source/
+//	pkg/kafkatest/with-services.sh go test -run '^$' -bench IngestThroughput -benchtime 3x ./services/ingest/internal/source/
 func BenchmarkIngestThroughput(b *testing.B) {
 	brokers := kafkatest.Brokers(b)
 	body, offsets := benchBody(benchEvents, 200)

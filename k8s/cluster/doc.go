@@ -1,5 +1,5 @@
-// Package k8s tests the Helm chart (helm/ssegate) on a real Kubernetes that the project's scripts build and
-// start (scripts/kube): the Helm v4 SDK installs, upgrades, rolls back and uninstalls releases the way the
+// Package cluster tests the Helm chart (helm/ssegate) on a real Kubernetes that the project's scripts build and
+// start (k8s/cluster): the Helm v4 SDK installs, upgrades, rolls back and uninstalls releases the way the
 // helm command does.
 //
 // Its tests are behind the build tag kube and come in two tiers:
@@ -16,4 +16,4 @@
 // SSEGATE_KUBECONFIG, never by KUBECONFIG: a test must not install into whatever cluster a shell points at.
 //
 // Concurrency: each test works in namespaces of its own; the node tier runs alone on its node.
-package k8s
+package cluster

@@ -1,6 +1,6 @@
 //go:build kube
 
-package k8s
+package cluster
 
 import (
 	"context"
@@ -270,7 +270,7 @@ func (c *cluster) clientService(t *testing.T, ns string) string {
 	return net.JoinHostPort(ip.String(), "80")
 }
 
-// serviceRange is the test cluster's range of Service addresses (scripts/kube/cluster.sh).
+// serviceRange is the test cluster's range of Service addresses (k8s/cluster/cluster.sh).
 const serviceRange = "198.51.100.128/25"
 
 // helmTest runs `helm test` on the release: the chart's test pod opens a stream through the client Service.

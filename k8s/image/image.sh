@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Builds the OCI image of each service as a tarball in .run/image/, without a Docker engine.
 #
-#   scripts/image.sh            the host's platform (linux/amd64 on most machines)
-#   IMAGE_PLATFORMS=linux/amd64,linux/arm64 scripts/image.sh    a multi-arch image (an index)
+#   k8s/image/image.sh            the host's platform (linux/amd64 on most machines)
+#   IMAGE_PLATFORMS=linux/amd64,linux/arm64 k8s/image/image.sh    a multi-arch image (an index)
 #
 # VERSION (default: git describe), REVISION (the commit) and SOURCE_DATE_EPOCH (default: the commit's time)
 # go into the image; the same commit gives the same digest. The binaries are static (CGO_ENABLED=0) and
 # reproducible (-trimpath, no build id). Prints each tarball and its digest.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 version=${VERSION:-$(git describe --tags --always --dirty 2>/dev/null || echo dev)}
 revision=${REVISION:-$(git rev-parse HEAD 2>/dev/null || echo unknown)}
@@ -16,7 +16,7 @@ epoch=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || echo 0)}
 platforms=${IMAGE_PLATFORMS:-linux/$(go env GOARCH)}
 out=.run/image
 mkdir -p "$out"
-go build -trimpath -o "$out/image-tool" ./tools/image
+go build -trimpath -o "$out/image-tool" ./k8s/image
 for svc in gateway ingest; do
 	args=()
 	for plat in ${platforms//,/ }; do

@@ -18,8 +18,8 @@ import (
 	"github.com/ssegate/ssegate/pkg/proctest"
 )
 
-// nginxBinary returns the nginx binary to run: $NGINX_BIN (scripts/with-services.sh sets it to the copy
-// that scripts/nginx.sh unpacked from Debian's package), else /usr/sbin/nginx. Without one the test is
+// nginxBinary returns the nginx binary to run: $NGINX_BIN (pkg/kafkatest/with-services.sh sets it to the copy
+// that services/e2e/nginx.sh unpacked from Debian's package), else /usr/sbin/nginx. Without one the test is
 // skipped, and under CI=true it fails. (Not $NGINX: nginx reads that variable for inherited sockets.)
 func nginxBinary(t *testing.T) string {
 	t.Helper()
@@ -28,7 +28,7 @@ func nginxBinary(t *testing.T) string {
 		bin = "/usr/sbin/nginx"
 	}
 	if _, err := os.Stat(bin); err != nil {
-		msg := "no nginx at " + bin + " (scripts/nginx.sh fetch unpacks Debian's package, which make test then passes as NGINX_BIN)"
+		msg := "no nginx at " + bin + " (services/e2e/nginx.sh fetch unpacks Debian's package, which make test then passes as NGINX_BIN)"
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("%s: under CI the proxy tests must run", msg)
 		}

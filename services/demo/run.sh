@@ -8,7 +8,7 @@
 # Ports: PORT (8080), ADMIN_PORT (9090), LOGIN_PORT (8081), KAFKA_PORT (9092). DEMO_RATE: orders per second (3).
 # LOG_LEVEL (or SSEGATE_LOG_LEVEL): the gateway's and the demo's log level (warn; info shows every start-up step).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 say() { printf 'ssegate: %s\n' "$*" >&2; }
 port=${PORT:-8080} admin=${ADMIN_PORT:-9090} login=${LOGIN_PORT:-8081}
 
@@ -21,7 +21,7 @@ if [ "${1:-}" != --inner ]; then
 	[ -s "$secret" ] || { head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$secret"; chmod 600 "$secret"; }
 	export DEMO_SECRET=$PWD/$secret
 	[ -n "${KAFKA_BROKERS:-}" ] || say "starting a local Kafka on 127.0.0.1:${KAFKA_PORT:-9092}"
-	exec scripts/with-services.sh --kafka-port "${KAFKA_PORT:-9092}" --no-redis -- "$0" --inner
+	exec pkg/kafkatest/with-services.sh --kafka-port "${KAFKA_PORT:-9092}" --no-redis -- "$0" --inner
 fi
 
 # --inner: Kafka is up (KAFKA_BROKERS); run the demo producer and the gateway until one of them stops or a

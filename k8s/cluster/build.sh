@@ -2,7 +2,7 @@
 # Builds the Kubernetes control-plane and node binaries the cluster tests run, from the Go module
 # k8s.io/kubernetes, and caches them by version.
 #
-#   scripts/kube/build.sh [BINARY...]   build the named binaries (default: all five) into
+#   k8s/cluster/build.sh [BINARY...]   build the named binaries (default: all five) into
 #                                       $SSEGATE_CACHE/kube-$KUBE_VERSION/bin unless already there.
 #                                       Prints the bin folder on stdout.
 #

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Runs a local redis-server on 127.0.0.1 for tests.
 #
-#   scripts/redis.sh start DIR [PORT]   start redis-server with its files in DIR; PORT 0 (default) picks a free one.
+#   pkg/redistest/redis.sh start DIR [PORT]   start redis-server with its files in DIR; PORT 0 (default) picks a free one.
 #                                       Prints REDIS_ADDR=127.0.0.1:PORT once it answers PING.
-#   scripts/redis.sh stop DIR           stop it.
+#   pkg/redistest/redis.sh stop DIR           stop it.
 set -euo pipefail
 
 die() { echo "redis.sh: $*" >&2; exit 1; }

@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # Runs a throwaway single-node Kubernetes for the chart's tests, as root, without a container registry.
 #
-#   scripts/kube/cluster.sh start DIR api    etcd and kube-apiserver on loopback: objects are stored and
+#   k8s/cluster/cluster.sh start DIR api    etcd and kube-apiserver on loopback: objects are stored and
 #                                            validated, nothing runs them.
-#   scripts/kube/cluster.sh start DIR node   the same plus kube-controller-manager, kube-scheduler, containerd
+#   k8s/cluster/cluster.sh start DIR node   the same plus kube-controller-manager, kube-scheduler, containerd
 #                                            (runc), a kubelet whose pods sit on a CNI bridge, and kube-proxy
 #                                            (nftables) so that Services' cluster IPs work.
-#   scripts/kube/cluster.sh stop DIR         stop everything started from DIR and remove what it set up on the
+#   k8s/cluster/cluster.sh stop DIR         stop everything started from DIR and remove what it set up on the
 #                                            machine: containers, mounts, pod network namespaces, kube-proxy's
 #                                            nftables tables, the bridge (and with it its route).
-#   scripts/kube/cluster.sh import DIR TAR   import an OCI image tarball into the node's containerd.
+#   k8s/cluster/cluster.sh import DIR TAR   import an OCI image tarball into the node's containerd.
 #
 # start prints KUBECONFIG=DIR/kubeconfig on stdout once the API server answers (node: once the node is Ready),
 # and for a node also KUBE_NODE_GATEWAY, the bridge's address, which pods reach and the host owns.
@@ -26,8 +26,8 @@
 # bridge alone forwards (net.ipv4.conf.BRIDGE.forwarding; the machine's ip_forward is left as it is) and hands
 # its bridged frames to netfilter (the bridge's nf_call_iptables), so that a reply from a pod to a pod is
 # translated back: a cluster IP without a Service goes nowhere beyond the bridge. Binaries come from
-# scripts/kube/build.sh (the Kubernetes binaries) and scripts/kube/debs.sh (etcd, containerd, runc, CNI
-# plugins; nft); the pause image is built from tests/k8s/pause with tools/image.
+# k8s/cluster/build.sh (the Kubernetes binaries) and k8s/cluster/debs.sh (etcd, containerd, runc, CNI
+# plugins; nft); the pause image is built from k8s/cluster/pause with k8s/image.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -81,7 +81,7 @@ wait_for() {
 	done
 }
 
-# nft_ ARGS...: the unpacked nft (scripts/kube/debs.sh nftables).
+# nft_ ARGS...: the unpacked nft (k8s/cluster/debs.sh nftables).
 nft_() { "$(cat "$dir/nftables")/bin/nft" "$@"; }
 
 api_get() { curl -sf --cacert "$dir/pki/ca.pem" -H "Authorization: Bearer $(cat "$dir/token")" "https://127.0.0.1:$(cat "$dir/api.port")$1"; }
@@ -153,8 +153,8 @@ start_control_plane() {
 build_pause() {
 	local out=$dir/images
 	mkdir -p "$out"
-	(cd "$repo" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -buildid=" -o "$out/pause" ./tests/k8s/pause &&
-		go build -trimpath -o "$out/image-tool" ./tools/image &&
+	(cd "$repo" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -buildid=" -o "$out/pause" ./k8s/cluster/pause &&
+		go build -trimpath -o "$out/image-tool" ./k8s/image &&
 		"$out/image-tool" --service pause --binary "linux/$(go env GOARCH)=$out/pause" --version local \
 			--out "$out/pause.tar" >/dev/null) || die "building the pause image failed"
 }

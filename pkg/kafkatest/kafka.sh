@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Runs a local single-node Apache Kafka (KRaft) on 127.0.0.1 from Maven Central jars.
 #
-#   scripts/kafka.sh start DIR [PORT]   start a broker with its data in DIR; PORT 0 (default) picks a free one.
+#   pkg/kafkatest/kafka.sh start DIR [PORT]   start a broker with its data in DIR; PORT 0 (default) picks a free one.
 #                                       Prints KAFKA_BROKERS=127.0.0.1:PORT and KAFKA_SASL_BROKERS=... on stdout
 #                                       once the broker answers. 
-#   scripts/kafka.sh stop DIR           stop the broker started in DIR and wait for it to exit.
-#   scripts/kafka.sh fetch              only download the jars (into $SSEGATE_CACHE, default ~/.cache/ssegate).
+#   pkg/kafkatest/kafka.sh stop DIR           stop the broker started in DIR and wait for it to exit.
+#   pkg/kafkatest/kafka.sh fetch              only download the jars (into $SSEGATE_CACHE, default ~/.cache/ssegate).
 #
 # The broker has three listeners: PLAINTEXT on PORT; SASL_PLAINTEXT on PORT+1 with PLAIN user "ssegate" /
 # "ssegate-secret" and SCRAM-SHA-256/512 enabled (SCRAM users are created through the Admin API by whoever needs
@@ -21,7 +21,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${SSEGATE_CACHE:-$HOME/.cache/ssegate}
 host=${KAFKA_HOST:-127.0.0.1}
-version=$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$here/kafka/pom.xml")
+version=$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$here/pom.xml")
 libs=$cache/kafka-$version/libs
 
 die() { echo "kafka.sh: $*" >&2; exit 1; }
@@ -34,7 +34,7 @@ fetch() {
 	mkdir -p "$cache"
 	# Maven's own output (which carries terminal codes even in batch mode) goes to a log, shown on failure.
 	local log=$cache/kafka-$version.fetch.log
-	mvn -q -B -Dstyle.color=never -f "$here/kafka/pom.xml" dependency:copy-dependencies \
+	mvn -q -B -Dstyle.color=never -f "$here/pom.xml" dependency:copy-dependencies \
 		-DoutputDirectory="$libs" -DincludeScope=runtime >"$log" 2>&1 &
 	local pid=$! rc=0
 	progress $pid "fetching"

@@ -2,10 +2,10 @@
 # Fetches the Debian packages a test cluster runs and unpacks them into a cache folder, without installing
 # them: no system service is started or configured.
 #
-#   scripts/kube/debs.sh           etcd, containerd, runc and the CNI plugins, unpacked into
+#   k8s/cluster/debs.sh           etcd, containerd, runc and the CNI plugins, unpacked into
 #                                  $SSEGATE_CACHE/kube-$KUBE_VERSION/debs unless already there; prints that
 #                                  folder on stdout (binaries under usr/bin, usr/sbin, usr/lib/cni).
-#   scripts/kube/debs.sh nftables  nft and the libraries it links (kube-proxy's nftables mode), unpacked into
+#   k8s/cluster/debs.sh nftables  nft and the libraries it links (kube-proxy's nftables mode), unpacked into
 #                                  $SSEGATE_CACHE/kube-$KUBE_VERSION/nftables; prints that folder. FOLDER/bin/nft
 #                                  runs the unpacked nft with its libraries (LD_LIBRARY_PATH).
 # Each set has its own folder, so that adding one never unpacks again a folder a running cluster uses.

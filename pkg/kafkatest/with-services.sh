@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
 # Runs a command with a local Kafka (and Redis) started for it, and stops them when it ends.
 #
-#   scripts/with-services.sh [--kafka-port N] [--no-redis] [--] CMD [ARGS...]
+#   pkg/kafkatest/with-services.sh [--kafka-port N] [--no-redis] [--] CMD [ARGS...]
 #
 # A service whose address is already in the environment (KAFKA_BROKERS, REDIS_ADDR) is used as it is and not
 # started. Otherwise the broker and redis-server run with their files under $SSEGATE_STATE (default .run/ in the
 # repository) on free loopback ports (the broker on --kafka-port when given), and CMD sees KAFKA_BROKERS,
 # KAFKA_SASL_BROKERS, KAFKA_TLS_BROKERS, KAFKA_TLS_CA and REDIS_ADDR. CMD also sees NGINX_BIN, the nginx that
-# scripts/nginx.sh fetch unpacked into the cache, unless it is set already. The exit status is CMD's.
+# services/e2e/nginx.sh fetch unpacked into the cache, unless it is set already. The exit status is CMD's.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-repo=$(cd "$here/.." && pwd)
+repo=$(cd "$here/../.." && pwd)
 kafka_port=0
 redis=1
 while [ $# -gt 0 ]; do
@@ -31,7 +31,7 @@ started_redis=0
 cleanup() {
 	local rc=$?
 	[ $started_kafka = 1 ] && "$here/kafka.sh" stop "$state/kafka" || true
-	[ $started_redis = 1 ] && "$here/redis.sh" stop "$state/redis" || true
+	[ $started_redis = 1 ] && "$repo/pkg/redistest/redis.sh" stop "$state/redis" || true
 	[ $rc = 0 ] && rm -rf "$state"
 	exit $rc
 }
@@ -55,12 +55,12 @@ if [ -z "${KAFKA_BROKERS:-}" ]; then
 fi
 if [ $redis = 1 ] && [ -z "${REDIS_ADDR:-}" ]; then
 	started_redis=1
-	out=$("$here/redis.sh" start "$state/redis")
+	out=$("$repo/pkg/redistest/redis.sh" start "$state/redis")
 	while IFS= read -r line; do export "$line"; done <<<"$out"
 	echo "with-services: Redis on $REDIS_ADDR" >&2
 fi
 if [ -z "${NGINX_BIN:-}" ]; then
-	out=$("$here/nginx.sh" path)
+	out=$("$repo/services/e2e/nginx.sh" path)
 	[ -z "$out" ] || export "${out?}"
 fi
 

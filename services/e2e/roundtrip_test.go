@@ -208,7 +208,7 @@ func buildBinaries(t *testing.T) string {
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, goBin, "build", "-o", dir+string(filepath.Separator), "./services/gateway", "./services/ingest")
-	cmd.Dir = filepath.Join("..", "..") // the module root, from tests/e2e
+	cmd.Dir = filepath.Join("..", "..") // the module root, from services/e2e
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}

@@ -145,7 +145,7 @@ func (s Spec) image(b platformBinary, certs []byte) (v1.Image, error) {
 	cf = cf.DeepCopy()
 	cf.OS, cf.Architecture = b.OS, b.Arch
 	cf.Created = v1.Time{Time: s.Created}
-	cf.History = []v1.History{{Created: v1.Time{Time: s.Created}, CreatedBy: "ssegate tools/image", Comment: s.Service + " " + s.Version}}
+	cf.History = []v1.History{{Created: v1.Time{Time: s.Created}, CreatedBy: "ssegate k8s/image", Comment: s.Service + " " + s.Version}}
 	cf.Config = v1.Config{
 		User:       fmt.Sprintf("%d:%d", nonRoot, nonRoot),
 		Entrypoint: []string{"/usr/local/bin/" + s.Service},

@@ -28,7 +28,7 @@ func TestMakeRun(t *testing.T) {
 	for _, how := range []string{"SIGTERM", "Ctrl-C"} {
 		t.Run(how, func(t *testing.T) {
 			port, admin, login := freePort(t), freePort(t), freePort(t)
-			cmd := exec.Command("bash", filepath.Join("scripts", "run-demo.sh"))
+			cmd := exec.Command("bash", filepath.Join("services", "demo", "run.sh"))
 			cmd.Dir = filepath.Join("..", "..")
 			cmd.Env = append(cleanEnv(), "KAFKA_BROKERS="+brokers, "PORT="+port, "ADMIN_PORT="+admin, "LOGIN_PORT="+login)
 			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

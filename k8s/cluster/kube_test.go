@@ -1,6 +1,6 @@
 //go:build kube
 
-package k8s
+package cluster
 
 import (
 	"bytes"
@@ -63,7 +63,7 @@ func needEnv(t *testing.T, name, how string) string {
 // newCluster connects to the cluster of SSEGATE_KUBECONFIG, or skips t (fails it under CI=true).
 func newCluster(t *testing.T) *cluster {
 	t.Helper()
-	path := needEnv(t, "SSEGATE_KUBECONFIG", "`make test-k8s` or scripts/kube/with-cluster.sh")
+	path := needEnv(t, "SSEGATE_KUBECONFIG", "`make test-k8s` or k8s/cluster/with-cluster.sh")
 	cfg, err := clientcmd.BuildConfigFromFlags("", path)
 	if err != nil {
 		t.Fatalf("kubeconfig %s: %v", path, err)

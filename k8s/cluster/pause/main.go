@@ -1,6 +1,6 @@
 // Command pause is the sandbox ("pause") image of the test cluster's pods: it holds the pod's namespaces
 // and waits for a signal. The test node has no registry to pull the usual pause image from, so it builds
-// this one with tools/image and imports it.
+// this one with k8s/image and imports it.
 package main
 
 import (

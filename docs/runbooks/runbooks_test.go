@@ -316,8 +316,8 @@ func errorsAs(err error, target **exec.ExitError) bool {
 
 type query struct{ where, expr string }
 
-// checkMetrics checks that each query (the pages' promql lines, every alert of deploy/prometheus and every
-// query of deploy/grafana) lexes as PromQL and names only metrics the gateway or ingest exports now (or a
+// checkMetrics checks that each query (the pages' promql lines, every alert of k8s/monitoring/prometheus and every
+// query of k8s/monitoring/grafana) lexes as PromQL and names only metrics the gateway or ingest exports now (or a
 // known other exporter's).
 func checkMetrics(t *testing.T, env stack, queries []query) {
 	exported := map[string]bool{}
@@ -339,7 +339,7 @@ func checkMetrics(t *testing.T, env stack, queries []query) {
 		}
 	}
 
-	rulesPath := filepath.Join(root, "deploy", "prometheus", "ssegate-rules.yaml")
+	rulesPath := filepath.Join(root, "k8s", "monitoring", "prometheus", "ssegate-rules.yaml")
 	src, err := os.ReadFile(rulesPath)
 	if err != nil {
 		t.Fatal(err)
@@ -357,7 +357,7 @@ func checkMetrics(t *testing.T, env stack, queries []query) {
 			queries = append(queries, query{rel(rulesPath) + " " + r.Alert, r.Expr})
 		}
 	}
-	boardPath := filepath.Join(root, "deploy", "grafana", "ssegate.json")
+	boardPath := filepath.Join(root, "k8s", "monitoring", "grafana", "ssegate.json")
 	src, err = os.ReadFile(boardPath)
 	if err != nil {
 		t.Fatal(err)

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Runs a command with a throwaway Kubernetes started for it (scripts/kube/cluster.sh), and stops and removes
+# Runs a command with a throwaway Kubernetes started for it (k8s/cluster/cluster.sh), and stops and removes
 # the cluster when the command ends, however it ends.
 #
-#   scripts/kube/with-cluster.sh [--node] [--] CMD [ARGS...]
+#   k8s/cluster/with-cluster.sh [--node] [--] CMD [ARGS...]
 #
 # Without --node: etcd and kube-apiserver on loopback; CMD sees SSEGATE_KUBECONFIG.
 # With --node (root): a whole node, the service images of `make image` imported into its containerd, and a
-# Kafka broker (scripts/kafka.sh) listening on the node's bridge address, where the pods reach it; CMD also
+# Kafka broker (pkg/kafkatest/kafka.sh) listening on the node's bridge address, where the pods reach it; CMD also
 # sees KAFKA_BROKERS (that broker), KUBE_NODE_GATEWAY (the bridge address), SSEGATE_KUBE_NODE=1 and
 # SSEGATE_IMAGE_TAG (the images' tag).
 # Files and logs go under $SSEGATE_STATE (default .run/ in the repository) and are removed when CMD succeeds.
@@ -32,7 +32,7 @@ started_kafka=0
 cleanup() {
 	local rc=$?
 	trap - EXIT INT TERM
-	[ $started_kafka = 1 ] && "$repo/scripts/kafka.sh" stop "$state/kafka" || true
+	[ $started_kafka = 1 ] && "$repo/pkg/kafkatest/kafka.sh" stop "$state/kafka" || true
 	"$here/cluster.sh" stop "$state/cluster" || true
 	if [ $rc = 0 ]; then rm -rf "$state"; else echo "with-cluster: logs kept in $state" >&2; fi
 	exit $rc
@@ -51,7 +51,7 @@ if [ $mode = node ]; then
 	# The node's pods reach the host only on the bridge: the broker listens there, not on loopback.
 	unset KAFKA_BROKERS KAFKA_SASL_BROKERS KAFKA_TLS_BROKERS KAFKA_TLS_CA
 	started_kafka=1
-	out=$(KAFKA_HOST=$KUBE_NODE_GATEWAY "$repo/scripts/kafka.sh" start "$state/kafka")
+	out=$(KAFKA_HOST=$KUBE_NODE_GATEWAY "$repo/pkg/kafkatest/kafka.sh" start "$state/kafka")
 	while IFS= read -r line; do export "${line?}"; done <<<"$out"
 	echo "with-cluster: Kafka on $KAFKA_BROKERS" >&2
 	tag=
@@ -59,7 +59,7 @@ if [ $mode = node ]; then
 		"$here/cluster.sh" import "$state/cluster" "$tar"
 		tag=$(basename "$tar" .tar)
 		tag=${tag#ssegate-*-}
-	done < <(cd "$repo" && scripts/image.sh | sed "s:^\([^/]\):$repo/\1:")
+	done < <(cd "$repo" && k8s/image/image.sh | sed "s:^\([^/]\):$repo/\1:")
 	[ -n "$tag" ] || { echo "with-cluster: make image wrote no image" >&2; exit 1; }
 	export SSEGATE_KUBE_NODE=1 SSEGATE_IMAGE_TAG=$tag
 fi

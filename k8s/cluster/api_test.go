@@ -1,6 +1,6 @@
 //go:build kube
 
-package k8s
+package cluster
 
 import (
 	"fmt"

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Debian's nginx for the proxy tests, unpacked into the cache rather than installed.
 #
-#   scripts/nginx.sh fetch   download Debian's nginx package (apt-get download) and unpack it (dpkg -x) into
+#   services/e2e/nginx.sh fetch   download Debian's nginx package (apt-get download) and unpack it (dpkg -x) into
 #                            $SSEGATE_CACHE/nginx-<version>/ (default ~/.cache/ssegate); prints NGINX_BIN=<binary>.
-#   scripts/nginx.sh path    prints NGINX_BIN=<binary> of the newest unpacked copy, or nothing when there is none.
+#   services/e2e/nginx.sh path    prints NGINX_BIN=<binary> of the newest unpacked copy, or nothing when there is none.
 #
 # Why not apt-get install: the package's maintainer scripts start nginx as a system service listening on port
 # 80 of every address, which a test machine should not get. The tests run the binary alone, with a

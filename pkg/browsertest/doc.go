@@ -1,0 +1,8 @@
+// Package browsertest holds the page driver of the browser tests: Node scripts (drive.mjs, page.mjs,
+// launch.mjs, dashboard.mjs) that drive Debian's Chromium through playwright-core, one JSON command a line.
+// `make test` installs their npm packages (package.json, package-lock.json) here; the gateway's browser
+// tests (services/gateway/internal/app, browser_*_test.go) run them under node.
+//
+// There is no Go API here yet: the package exists so that the driver has a home beside the other test
+// helpers (kafkatest, redistest, ssetest).
+package browsertest
