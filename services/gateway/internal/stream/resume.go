@@ -262,6 +262,12 @@ func (c *conn) start(ctx context.Context, t *Topic, p Params) error {
 	resuming := false
 	var invalid, gone error
 	if p.LastEventID != "" {
+		if position.IsCompact(p.LastEventID) {
+			// Resolving a compact id may read its checkpoint from Kafka: answer first.
+			if err := c.open(); err != nil {
+				return err
+			}
+		}
 		v, err := t.parseID(ctx, p.LastEventID, t.kafkaID())
 		if err == nil {
 			err = c.checkPartitions(ctx, v, t)
@@ -449,6 +455,9 @@ func latest(t *Topic, head position.Vector) position.Vector {
 // await runs fn (a call to Kafka) while the stream keeps its client alive: a keep-alive every heartbeat until
 // fn returns. fn's error is returned wrapped in errReplay.
 func (c *conn) await(ctx context.Context, fn func(ctx context.Context) error) error {
+	if err := c.open(); err != nil {
+		return err
+	}
 	fctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan error, 1)
@@ -518,7 +527,9 @@ func (c *conn) checkPartitions(ctx context.Context, v position.Vector, t *Topic)
 		if try > 0 {
 			// The Kafka client's metadata is up to a quarter of a second old: ask once more after that,
 			// so a partition added a moment ago is not called unknown.
-			time.Sleep(unknownPartitionRetry)
+			if err := sleepCtx(ctx, unknownPartitionRetry); err != nil {
+				return err
+			}
 		}
 		if err := c.await(ctx, func(ctx context.Context) (err error) {
 			wm, err = t.Watermarks(ctx, 0)
@@ -536,6 +547,18 @@ func (c *conn) checkPartitions(ctx context.Context, v position.Vector, t *Topic)
 		}
 	}
 	return nil
+}
+
+// sleepCtx waits d, or returns ctx's error when ctx ends first.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // catchUp brings the stream from c.pos to the ring position c0 (whose position is head): records the ring

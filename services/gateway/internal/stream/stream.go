@@ -190,6 +190,7 @@ type conn struct {
 	began  int64             // when the stream started (monoNow)
 	frames int64
 	pulled int64 // frames of the fast path read by pull and not yet written
+	opened bool  // the response head has gone out (see open)
 
 	draining <-chan struct{} // the server's drain signal; nil once seen
 	leaving  bool            // the stream started while the server was leaving: it only says where it is (see Server.Leave)
@@ -267,9 +268,28 @@ func (c *conn) run(ctx context.Context) CloseReason {
 	err := c.start(sctx, c.t, c.p)
 	c.endStartSpan(span, err)
 	if err != nil {
-		return c.failure(ctx, err)
+		reason := c.failure(ctx, err)
+		if reason != ReasonWriteFailed && reason != ReasonClientGone {
+			// A stream that failed before it wrote anything (Kafka could not be asked where it starts) still
+			// answers: the head, "retry:" and whatever it had to say, then the end of the body, which an
+			// EventSource retries. A connection closed without a status line is a proxy's 502, which it
+			// does not.
+			_ = c.open()
+		}
+		return reason
 	}
 	return c.loop(ctx)
+}
+
+// open writes the response head, if it has not gone out yet, with what the stream has buffered (the
+// "retry:" line, and the opening block when it is known). A stream opens before its first wait on Kafka, so
+// that every request is answered whatever Kafka does; a stream that needs no Kafka call opens with its first
+// write, head and opening block in one.
+func (c *conn) open() error {
+	if c.opened {
+		return nil
+	}
+	return c.flushBuf()
 }
 
 // resume serves a connection a writer let go of: it writes what the writer could not, then carries on until
@@ -483,6 +503,7 @@ func (c *conn) write(spans [][]byte) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", errWrite, err)
 	}
+	c.opened = true
 	c.wroteAt(monoNow())
 	return nil
 }
