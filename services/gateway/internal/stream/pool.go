@@ -76,6 +76,8 @@ type pool struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
+	hang *hangups // nil where peers that leave are noticed by probes alone
+
 	mu       sync.Mutex
 	watched  map[*ring.Ring]bool
 	conns    map[*conn]struct{} // every taken-over connection, parked or not
@@ -88,7 +90,7 @@ func newPool(s *Server, writers int, linger time.Duration) *pool {
 	ctx, cancel := context.WithCancel(context.Background())
 	pl := &pool{
 		s: s, linger: linger, ctx: ctx, cancel: cancel,
-		watched: map[*ring.Ring]bool{}, conns: map[*conn]struct{}{},
+		watched: map[*ring.Ring]bool{}, conns: map[*conn]struct{}{}, hang: newHangups(),
 	}
 	for range writers {
 		w := &writer{pool: pl, kick: make(chan struct{}, 1), rings: map[*ring.Ring][]*conn{}, io: newRawIO()}
@@ -105,6 +107,8 @@ func (pl *pool) serve(c *conn, nc net.Conn, head []byte) CloseReason {
 	c.pool = pl
 	c.raw = &rawSink{nc: nc, head: head}
 	c.out = c.raw
+	c.fd = -1
+	c.ctx, c.cancel = context.WithCancel(pl.ctx)
 	if sc, ok := nc.(syscall.Conn); ok && canWriteNow {
 		if rc, err := sc.SyscallConn(); err == nil {
 			c.rc = rc
@@ -121,7 +125,10 @@ func (pl *pool) serve(c *conn, nc net.Conn, head []byte) CloseReason {
 		c.end(ReasonShutdown)
 		return ReasonShutdown
 	}
-	reason := c.run(pl.ctx)
+	if c.rc != nil {
+		pl.hang.add(c)
+	}
+	reason := c.run(c.ctx)
 	if reason == Detached {
 		return reason
 	}
@@ -142,6 +149,7 @@ func (pl *pool) park(c *conn) {
 	w.mu.Lock()
 	closed := w.closed
 	if !closed {
+		c.owner.Store(w) // with the inbox, under w.mu: a hang-up seen from now on finds c adopted (writer.hangup)
 		w.inbox = append(w.inbox, c)
 	}
 	w.mu.Unlock()
@@ -232,6 +240,26 @@ func (pl *pool) close() {
 	pl.cancel()
 	pl.watchers.Wait() // writers end their parked connections before they return
 	_ = pl.wait(context.Background())
+	pl.hang.close()
+}
+
+// peerLeft ends the stream of a connection whose peer left (see hangups); it runs on the hang-up watcher's
+// goroutine. A stream on its own goroutine sees its context end; a parked one is ended by its writer.
+func (c *conn) peerLeft() {
+	c.cancel()
+	if w := c.owner.Load(); w != nil {
+		w.hangup(c)
+	}
+}
+
+// hangup queues c, whose peer left, to be ended at the writer's next pass, if c is still parked here.
+func (w *writer) hangup(c *conn) {
+	w.mu.Lock()
+	if c.owner.Load() == w {
+		w.hungup = append(w.hungup, c)
+	}
+	w.mu.Unlock()
+	w.wake()
 }
 
 // writer serves parked connections. Its fields below mu are its goroutine's own.
@@ -242,6 +270,7 @@ type writer struct {
 	mu     sync.Mutex
 	closed bool         // the writer stopped: park ends connections itself
 	inbox  []*conn      // connections to adopt
+	hungup []*conn      // parked connections whose peer left (hangups), to end
 	dirty  []*ring.Ring // rings published since the last pass
 	spare  []*ring.Ring // the other dirty slice, swapped in each pass
 
@@ -328,13 +357,21 @@ func (w *writer) run() {
 // handles due timers. It records the time its writes took in lastPass and reports whether it wrote anything.
 func (w *writer) pass() bool {
 	w.mu.Lock()
-	inbox, dirty := w.inbox, w.dirty
-	w.inbox, w.dirty, w.spare = nil, w.spare[:0], dirty
+	inbox, dirty, hungup := w.inbox, w.dirty, w.hungup
+	w.inbox, w.dirty, w.spare, w.hungup = nil, w.spare[:0], dirty, nil
 	w.mu.Unlock()
 
 	now := monoNow()
 	for _, c := range inbox {
 		w.adopt(c, now)
+	}
+	for _, c := range hungup {
+		// Still this writer's (adopted above at the latest: park queues c before hangup can): the writer is
+		// the only one that lets c go (release).
+		if c.owner.Load() == w {
+			w.release(c)
+			c.end(ReasonClientGone)
+		}
 	}
 	for _, rg := range dirty {
 		// Backwards: a connection that leaves is replaced by the last one, which was already served.
@@ -404,6 +441,7 @@ func (w *writer) release(c *conn) {
 		heap.Remove(&w.timers, c.hi)
 	}
 	c.w = nil
+	c.owner.Store(nil)
 	c.stats.Parked.Add(-1)
 }
 

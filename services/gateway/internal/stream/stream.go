@@ -211,15 +211,22 @@ type conn struct {
 	idBuf    []byte
 
 	// A connection taken over from net/http (see pool.go). Its parked fields belong to its writer.
-	pool     *pool
-	raw      *rawSink
-	rc       syscall.RawConn // for non-blocking writes; nil when the connection cannot be parked
-	pending  []byte          // chunk bytes a writer could not write without waiting
-	w        *writer         // the writer of a parked connection
-	ri, hi   int             // its index among the writer's connections of its ring, and in the timer heap
-	hbDue    int64           // when the stream's next keep-alive is due (monoNow), unless it writes before
-	probeDue int64           // when its writer next looks whether the peer closed it
-	due      int64           // its place in the timer heap
+	pool *pool
+	raw  *rawSink
+	rc   syscall.RawConn // for non-blocking writes; nil when the connection cannot be parked
+	// ctx is the taken-over connection's lifetime, kept here because the connection outlives its request
+	// and moves between goroutines (its own, a writer's, its own again): it ends when the peer leaves
+	// (hangups), when the pool closes, or when the stream ends. cancel ends it.
+	ctx      context.Context //nolint:containedctx // see above
+	cancel   context.CancelFunc
+	fd       int32                  // the descriptor hangups watches; -1 when none
+	owner    atomic.Pointer[writer] // the writer of a parked connection, for hangups; nil on its own goroutine
+	pending  []byte                 // chunk bytes a writer could not write without waiting
+	w        *writer                // the writer of a parked connection
+	ri, hi   int                    // its index among the writer's connections of its ring, and in the timer heap
+	hbDue    int64                  // when the stream's next keep-alive is due (monoNow), unless it writes before
+	probeDue int64                  // when its writer next looks whether the peer closed it
+	due      int64                  // its place in the timer heap
 }
 
 // end counts the stream's end, calls Params.OnEnd, and closes a taken-over connection (with the chunked
@@ -237,6 +244,10 @@ func (c *conn) end(reason CloseReason) {
 		c.p.OnEnd(reason)
 	}
 	if c.raw != nil {
+		c.pool.hang.remove(c) // before the close: its descriptor may be reused at once
+		if c.cancel != nil {
+			c.cancel()
+		}
 		if reason != ReasonWriteFailed && reason != ReasonClientGone && c.raw.head == nil {
 			_ = c.raw.nc.SetWriteDeadline(time.Time{}) // a deadline left from an earlier write must not fail this one
 			if c.rc != nil {
@@ -304,7 +315,7 @@ func (c *conn) resume() {
 			return
 		}
 	}
-	if r := c.loop(c.pool.ctx); r != Detached {
+	if r := c.loop(c.ctx); r != Detached {
 		c.end(r)
 	}
 }
