@@ -103,6 +103,8 @@ func TestLoadErrorsNameSourceAndSetting(t *testing.T) {
 		{"bad key rule", base + "    key: offset\n", nil, nil, "setting key"},
 		{"bad format", base + "    format: avro\n", nil, nil, "setting format"},
 		{"bad start", base + "    start: earliest\n", nil, nil, "setting start"},
+		{"bad follow-redirects", base + "    follow-redirects: always\n", nil, nil, `setting follow-redirects: "always": want same-origin, any or none`},
+		{"follow-redirects not a string", base + "    follow-redirects: true\n", nil, nil, "setting follow-redirects: want a string"},
 		{"last-event-id header", base + "    headers: {Last-Event-ID: \"5\"}\n", nil, nil, "setting headers: Last-Event-ID"},
 		{"header with LF", base + "    headers: {X-A: \"a\\nb\"}\n", nil, nil, "setting headers"},
 		{"auth unknown type", base + "    auth: {type: digest}\n", nil, nil, "setting auth: type"},
@@ -136,6 +138,30 @@ func TestLoadErrorsNameSourceAndSetting(t *testing.T) {
 			}
 			if msg := err.Error(); !strings.Contains(msg, tt.want) || strings.Contains(msg, "\n") {
 				t.Fatalf("error %q: want one line mentioning %q", msg, tt.want)
+			}
+		})
+	}
+}
+
+func TestLoadFollowRedirects(t *testing.T) {
+	tests := []struct {
+		name, line string
+		want       source.RedirectPolicy
+	}{
+		{"absent means same-origin", "", source.RedirectSameOrigin},
+		{"same-origin", "    follow-redirects: same-origin\n", source.RedirectSameOrigin},
+		{"any", "    follow-redirects: any\n", source.RedirectAny},
+		{"none", "    follow-redirects: none\n", source.RedirectNone},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := writeConfig(t, "sources:\n  - name: s1\n    url: http://up/stream\n    topic: out\n"+tt.line)
+			c, err := Load([]string{"--config", p}, env(map[string]string{"KAFKA_BROKERS": "k:9092"}), io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := c.Sources[0].Redirects; got != tt.want {
+				t.Fatalf("follow-redirects: got %v, want %v", got, tt.want)
 			}
 		})
 	}

@@ -17,7 +17,7 @@ import (
 // sourceKeys and authKeys are the keys a source entry and its auth map may have.
 var (
 	sourceKeys = []string{
-		"name", "url", "topic", "headers", "auth", "events", "key", "format", "start",
+		"name", "url", "topic", "headers", "auth", "follow-redirects", "events", "key", "format", "start",
 		"create-topics", "create-topics-partitions", "create-topics-replication-factor",
 	}
 	authKeys = []string{"type", "username", "password_env", "password_file", "token_env", "token_file"}
@@ -88,34 +88,11 @@ func parseSource(i int, raw any, create source.TopicCreation, getenv func(string
 	if !ok || !validTopic(spec.Topic) {
 		return bad("topic", "want a valid Kafka topic name, got %q", spec.Topic)
 	}
-	if h, ok := m["headers"]; ok && h != nil {
-		hm, ok := h.(map[string]any)
-		if !ok {
-			return bad("headers", "want a map of header name to value")
-		}
-		spec.Header = http.Header{}
-		for _, k := range sortedKeys(hm) {
-			v, ok := hm[k].(string)
-			if !ok {
-				v = fmt.Sprint(hm[k])
-			}
-			switch {
-			case k == "" || strings.ContainsAny(k, " :\r\n\x00"):
-				return bad("headers", "%q is not a header name", k)
-			case strings.ContainsAny(v, "\r\n\x00"):
-				return bad("headers", "the value of %s holds CR, LF or NUL", k)
-			}
-			switch textproto.CanonicalMIMEHeaderKey(k) {
-			case "Last-Event-Id":
-				return bad("headers", "Last-Event-ID is set by ingest from its checkpoint (use start: id:<id>)")
-			case "Authorization":
-				if _, has := m["auth"]; has {
-					return bad("headers", "Authorization is set by auth; give one or the other")
-				}
-			}
-			spec.Header.Set(k, v)
-		}
+	header, serr := parseHeaders(m)
+	if serr != nil {
+		return bad(serr.setting, "%s", serr.msg)
 	}
+	spec.Header = header
 	if a, ok := m["auth"]; ok && a != nil {
 		auth, err := parseAuth(a, getenv)
 		if err != nil {
@@ -136,38 +113,77 @@ func parseSource(i int, raw any, create source.TopicCreation, getenv func(string
 			spec.Events = append(spec.Events, s)
 		}
 	}
-	var err error
-	key, ok := str("key")
-	if !ok {
-		return bad("key", "want a string")
-	}
-	if spec.Key, err = source.ParseKey(key); err != nil {
-		return bad("key", "%s", err.Error())
-	}
-	format, ok := str("format")
-	if !ok {
-		return bad("format", "want a string")
-	}
-	if spec.Format, err = source.ParseFormat(format); err != nil {
-		return bad("format", "%s", err.Error())
-	}
-	start, ok := str("start")
-	if !ok {
-		return bad("start", "want a string")
-	}
-	if spec.StartID, spec.StartSet, err = source.ParseStart(start); err != nil {
-		return bad("start", "%s", err.Error())
-	}
-	tc, serr := parseTopicCreation(m, create)
-	if serr != nil {
+	if serr = parseRules(m, &spec); serr != nil {
 		return bad(serr.setting, "%s", serr.msg)
 	}
-	spec.CreateTopic = tc
+	if spec.CreateTopic, serr = parseTopicCreation(m, create); serr != nil {
+		return bad(serr.setting, "%s", serr.msg)
+	}
 	return spec, nil
 }
 
 // settingError is what is wrong with one key of a source.
 type settingError struct{ setting, msg string }
+
+// parseHeaders returns a source's headers setting; nil when it has none.
+func parseHeaders(m map[string]any) (http.Header, *settingError) {
+	h, ok := m["headers"]
+	if !ok || h == nil {
+		return nil, nil
+	}
+	hm, ok := h.(map[string]any)
+	if !ok {
+		return nil, &settingError{"headers", "want a map of header name to value"}
+	}
+	header := http.Header{}
+	for _, k := range sortedKeys(hm) {
+		v, ok := hm[k].(string)
+		if !ok {
+			v = fmt.Sprint(hm[k])
+		}
+		switch {
+		case k == "" || strings.ContainsAny(k, " :\r\n\x00"):
+			return nil, &settingError{"headers", fmt.Sprintf("%q is not a header name", k)}
+		case strings.ContainsAny(v, "\r\n\x00"):
+			return nil, &settingError{"headers", fmt.Sprintf("the value of %s holds CR, LF or NUL", k)}
+		}
+		switch textproto.CanonicalMIMEHeaderKey(k) {
+		case "Last-Event-Id":
+			return nil, &settingError{"headers", "Last-Event-ID is set by ingest from its checkpoint (use start: id:<id>)"}
+		case "Authorization":
+			if _, has := m["auth"]; has {
+				return nil, &settingError{"headers", "Authorization is set by auth; give one or the other"}
+			}
+		}
+		header.Set(k, v)
+	}
+	return header, nil
+}
+
+// parseRules sets the settings of spec that are one string each, parsed by package source: key, format,
+// start and follow-redirects. An absent key means the empty string, each parser's default.
+func parseRules(m map[string]any, spec *source.Spec) *settingError {
+	rules := []struct {
+		key string
+		set func(string) error
+	}{
+		{"key", func(v string) (err error) { spec.Key, err = source.ParseKey(v); return err }},
+		{"format", func(v string) (err error) { spec.Format, err = source.ParseFormat(v); return err }},
+		{"start", func(v string) (err error) { spec.StartID, spec.StartSet, err = source.ParseStart(v); return err }},
+		{"follow-redirects", func(v string) (err error) { spec.Redirects, err = source.ParseRedirectPolicy(v); return err }},
+	}
+	for _, r := range rules {
+		raw := m[r.key]
+		v, isStr := raw.(string)
+		if raw != nil && !isStr {
+			return &settingError{r.key, "want a string"}
+		}
+		if err := r.set(v); err != nil {
+			return &settingError{r.key, err.Error()}
+		}
+	}
+	return nil
+}
 
 // parseTopicCreation applies a source's create-topics keys over the global settings in c.
 func parseTopicCreation(m map[string]any, c source.TopicCreation) (source.TopicCreation, *settingError) {

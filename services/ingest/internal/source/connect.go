@@ -2,6 +2,7 @@ package source
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -48,10 +49,15 @@ func (s *Source) connect(ctx context.Context, lastID string) (*http.Response, ou
 	}
 	injectTrace(ctx, req)
 	s.stats.Connects.Add(1)
-	resp, err := s.opt.HTTPClient.Do(req)
+	resp, err := s.client.Do(req)
 	if err != nil {
-		if ctx.Err() != nil {
+		var redirect *RedirectError
+		switch {
+		case ctx.Err() != nil:
 			return nil, outcome{reason: ReasonShutdown}
+		case errors.As(err, &redirect):
+			// The error alone: the *url.Error around it names the URL with its query.
+			return nil, outcome{reason: ReasonRedirect, err: redirect}
 		}
 		return nil, outcome{reason: ReasonConnectError, err: err}
 	}
@@ -140,6 +146,22 @@ func (b *backoff) next() time.Duration {
 }
 
 func (b *backoff) reset() { b.failures = 0 }
+
+// delay returns how long to wait before reconnecting after the connection that ended with o: the next
+// backoff, and at least backoff-max after a failure that is not transient (a status or content type that
+// is not a stream, a refused redirect: the upstream or the source's settings have to change), or at least
+// the Retry-After of a 5xx or 429.
+func (b *backoff) delay(o outcome) time.Duration {
+	d := b.next()
+	switch o.reason {
+	case ReasonContentType, ReasonBadStatus, ReasonRedirect:
+		// Not a transient failure: retried, but slowly, and loudly.
+		d = max(d, b.max)
+	case ReasonServerError, ReasonThrottled:
+		d = max(d, o.retryAfter)
+	}
+	return d
+}
 
 // sleep waits d or until ctx ends, and reports whether the whole d passed.
 func sleep(ctx context.Context, d time.Duration) bool {

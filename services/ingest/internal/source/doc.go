@@ -11,6 +11,11 @@
 // Retry-After; a 204 stops the source. A Kafka failure closes the producer and starts over from the
 // checkpoint, so events of a transaction that did not commit are fetched again from the server.
 //
+// Redirects are followed as the Spec's RedirectPolicy says (redirect.go): by default only within the origin
+// (scheme, host, port) of the source's URL; never from https to http. Once a connection's redirects leave
+// that origin, its requests carry none of the source's headers and credentials. A refused redirect ends
+// the connection with ReasonRedirect (a *RedirectError), retried like a bad status.
+//
 // Concurrency: Run is called once per Source and owns two goroutines per connection: itself, which
 // batches and commits, and a reader that parses the body into a buffer bounded in events and bytes (so a
 // slow Kafka stops the reading of the body). The reader stops when the connection's context is canceled

@@ -41,3 +41,22 @@ func (e *TopicMissingError) Error() string {
 
 // Unwrap returns the creation error, if any.
 func (e *TopicMissingError) Unwrap() error { return e.Err }
+
+// RedirectError says that the source's server answered with a redirect the source did not follow: to
+// another origin while the source's RedirectPolicy is RedirectSameOrigin, any redirect with RedirectNone,
+// one from https to http (never followed), or one past the limit of a connection. The connection ends
+// with ReasonRedirect and is retried after backoff-max, like a bad status.
+type RedirectError struct {
+	// From is the URL that answered with the redirect, To the redirect's target; both without user info
+	// and query, which may hold credentials.
+	From, To string
+	// Policy is the source's redirect policy.
+	Policy RedirectPolicy
+	// Why says why the redirect was refused.
+	Why string
+}
+
+// Error names both URLs and why the redirect was refused.
+func (e *RedirectError) Error() string {
+	return fmt.Sprintf("source: refused redirect from %s to %s: %s", e.From, e.To, e.Why)
+}

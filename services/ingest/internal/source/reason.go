@@ -10,6 +10,7 @@ const (
 	ReasonThrottled                  // a 429 status
 	ReasonBadStatus                  // any other status but 200 and 204
 	ReasonContentType                // 200 with a content type other than text/event-stream
+	ReasonRedirect                   // a redirect the source's RedirectPolicy refuses (RedirectError)
 	ReasonEndOfStream                // the server ended the body cleanly
 	ReasonReadError                  // the body failed mid-stream (reset, cut)
 	ReasonIdleTimeout                // no bytes for the idle timeout
@@ -21,8 +22,8 @@ const (
 )
 
 var reasonNames = [numReasons]string{
-	"connect-error", "server-error", "throttled", "bad-status", "content-type", "end-of-stream",
-	"read-error", "idle-timeout", "kafka-error", "topic-missing", "no-content", "shutdown",
+	"connect-error", "server-error", "throttled", "bad-status", "content-type", "redirect-refused",
+	"end-of-stream", "read-error", "idle-timeout", "kafka-error", "topic-missing", "no-content", "shutdown",
 }
 
 // String returns the reason's label, such as "idle-timeout".

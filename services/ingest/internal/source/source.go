@@ -61,7 +61,8 @@ type Options struct {
 	// TransactionTimeout is the Kafka transaction timeout. Default 10s.
 	TransactionTimeout time.Duration
 	// HTTPClient makes the requests. Nil means a client without an overall timeout (streams are long)
-	// whose transport waits at most 30s for response headers.
+	// whose transport waits at most 30s for response headers. Each source uses a copy whose CheckRedirect
+	// applies the source's RedirectPolicy first, then the client's own CheckRedirect, if any.
 	HTTPClient *http.Client
 	// Logger receives the source's logs. Nil means slog.Default().
 	Logger *slog.Logger
@@ -162,10 +163,11 @@ type Status struct {
 
 // Source follows one SSE stream and writes its events to Kafka exactly once.
 type Source struct {
-	spec  Spec
-	opt   Options
-	log   *slog.Logger
-	stats Stats
+	spec   Spec
+	opt    Options
+	client *http.Client // opt.HTTPClient with the spec's redirect policy
+	log    *slog.Logger
+	stats  Stats
 
 	mu     sync.Mutex
 	status Status
@@ -174,12 +176,14 @@ type Source struct {
 // New returns a Source; Run starts it.
 func New(spec Spec, opt Options) *Source {
 	opt.defaults()
-	return &Source{
+	s := &Source{
 		spec:   spec,
 		opt:    opt,
 		log:    opt.Logger.With("source", spec.Name),
 		status: Status{Name: spec.Name, State: StateStopped},
 	}
+	s.client = s.httpClient()
+	return s
 }
 
 // Name returns the source name.
@@ -322,14 +326,7 @@ func (s *Source) follow(ctx context.Context, p *txn.Producer, cp txn.Checkpoint,
 		}
 		s.stats.Reconnects[o.reason].Add(1)
 		s.report(o.reason, o.err)
-		d := bo.next()
-		switch o.reason {
-		case ReasonContentType, ReasonBadStatus:
-			// Not a transient failure: retried, but slowly, and loudly.
-			d = max(d, bo.max)
-		case ReasonServerError, ReasonThrottled:
-			d = max(d, o.retryAfter)
-		}
+		d := bo.delay(o)
 		level := slog.LevelWarn
 		if o.reason == ReasonEndOfStream {
 			level = slog.LevelInfo

@@ -21,6 +21,9 @@ type Spec struct {
 	Header http.Header
 	// Auth is sent on every connection. The zero value means none.
 	Auth Auth
+	// Redirects says which redirects are followed; whatever it says, Header and Auth are sent only to the
+	// origin of URL. The zero value is RedirectSameOrigin.
+	Redirects RedirectPolicy
 	// Events is the set of event types written; nil or empty means every type.
 	Events []string
 	// Key says what becomes the record key. The zero value is KeyNone.
