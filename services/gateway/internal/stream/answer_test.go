@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	"net/http"
 	"strings"
 	"testing"
@@ -128,5 +129,21 @@ func readLine(t *testing.T, body *bufio.Reader) string {
 	case <-time.After(5 * time.Second):
 		t.Fatal("no line within 5 s")
 		return ""
+	}
+}
+
+// TestResyncLargestOffset: an id naming the largest offset is ahead of every partition, and its resync says
+// so with the largest offset as the one requested, not with the overflow of the one after it (a negative
+// number).
+func TestResyncLargestOffset(t *testing.T) {
+	kc := memlog.New()
+	kc.CreateTopic("t", 1)
+	produce(kc, "t", 0, "a")
+	pd := startPod(t, kc, "t", podOpts{})
+	pd.waitReady(t)
+	c := pd.open(t, "", "v1:0-9223372036854775807")
+	d := resyncData(t, c.next(t))
+	if d.Reason != ResyncAhead || len(d.Partitions) != 1 || d.Partitions[0].Requested != math.MaxInt64 {
+		t.Fatalf("resync %+v, want ahead with requested %d", d, int64(math.MaxInt64))
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -549,6 +550,15 @@ func (c *conn) checkPartitions(ctx context.Context, v position.Vector, t *Topic)
 	return nil
 }
 
+// nextOffset is the offset after off, the largest offset for the largest: an id may name any offset up to
+// math.MaxInt64, and a resync must not report the one after it as a negative number.
+func nextOffset(off int64) int64 {
+	if off == math.MaxInt64 {
+		return off
+	}
+	return off + 1
+}
+
 // sleepCtx waits d, or returns ctx's error when ctx ends first.
 func sleepCtx(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
@@ -633,7 +643,7 @@ func (c *conn) catchUp(ctx context.Context, t *Topic, p Params, c0 uint64, head 
 			}
 			if have >= w[q].High {
 				ahead = append(ahead, ResyncPartition{
-					Partition: q, Requested: have + 1, LowWatermark: w[q].Low, ResumesAt: top + 1,
+					Partition: q, Requested: nextOffset(have), LowWatermark: w[q].Low, ResumesAt: top + 1,
 				})
 				c.pos = setOrDrop(c.pos, q, top)
 			}
