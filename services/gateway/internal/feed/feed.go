@@ -165,6 +165,10 @@ type partition struct {
 	// the first). Both are written by the fetch loop and read by metrics.
 	records atomic.Int64
 	fed     atomic.Int64
+	// gaps counts the resyncs the feed published for offsets retention removed before it read them, and
+	// skipped those offsets (see gap); written by the fetch loop, read by metrics.
+	gaps    atomic.Int64
+	skipped atomic.Int64
 }
 
 // New makes a feed that connects with kafkaOpts (brokers, TLS, SASL). It does not touch the network.
@@ -295,6 +299,11 @@ func (t *Topic) publish(fs []Fetched) {
 		ps := t.parts[fp.Partition]
 		if ps == nil || fp.Err != nil {
 			continue
+		}
+		if next := ps.next.Load(); ps.seen && next >= 0 && fp.First > next && fp.LogStart > next {
+			// Offsets from next on were not read and are gone (a gap above the log start is compaction's, or
+			// aborted records': nothing to report).
+			t.gap(ps, fp.Partition, next, fp.LogStart)
 		}
 		if !ps.seen && fp.First >= 0 {
 			ps.seen = true

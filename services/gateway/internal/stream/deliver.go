@@ -134,11 +134,13 @@ func (c *conn) deliverFrame(f ring.Frame, p Params) (synced bool) {
 			synced = v.Equal(c.pos)
 		}
 	}
-	if len(p.Events) > 0 && !p.Events[frameType(f.Bytes[nl+1:])] {
-		return synced
-	}
-	if len(p.Keys) > 0 && !p.Keys[string(f.Key)] {
-		return synced
+	if !feedResync(f, nl) {
+		if len(p.Events) > 0 && !p.Events[frameType(f.Bytes[nl+1:])] {
+			return synced
+		}
+		if len(p.Keys) > 0 && !p.Keys[string(f.Key)] {
+			return synced
+		}
 	}
 	if synced {
 		c.buf = append(c.buf, f.Bytes...)
@@ -151,6 +153,16 @@ func (c *conn) deliverFrame(f ring.Frame, p Params) (synced bool) {
 	c.stats.Frames.Add(1)
 	return synced
 }
+
+// feedResync says f (whose id line ends at nl) is a resync the feed published (feed.Topic.gap): it has no
+// key and its type is resync (a record without a key whose event header is resync passes too: the type is
+// the gateway's, see docs/gateway.md). Filters do not apply to it: like the resyncs of a resume, it tells a
+// client of its own partitions what it will never get.
+func feedResync(f ring.Frame, nl int) bool {
+	return len(f.Key) == 0 && bytes.HasPrefix(f.Bytes[nl+1:], resyncTypeLine)
+}
+
+var resyncTypeLine = []byte("event: resync\n")
 
 // frameType returns the event type of a frame whose id line was cut off.
 func frameType(rest []byte) string {

@@ -194,20 +194,16 @@ func keyPartitionsOf(t *Topic, p Params, ids []int32) []int32 {
 	return out
 }
 
-// Resync reasons, the "reason" of an "event: resync" frame.
+// Resync reasons, the "reason" of an "event: resync" frame (see feed.ResyncData).
 const (
-	ResyncRetention = "retention"
-	ResyncAhead     = "ahead"
-	ResyncInvalidID = "invalid-id"
+	ResyncRetention = feed.ResyncRetention
+	ResyncAhead     = feed.ResyncAhead
+	ResyncInvalidID = feed.ResyncInvalidID
 )
 
-// ResyncData is the JSON data of an "event: resync" frame.
-type ResyncData struct {
-	Reason string `json:"reason"`
-	// Error says what was wrong with an invalid id.
-	Error      string            `json:"error,omitempty"`
-	Partitions []ResyncPartition `json:"partitions"`
-}
+// ResyncData is the JSON data of an "event: resync" frame; the feed writes the same into the ring when
+// retention passed offsets it had not read.
+type ResyncData = feed.ResyncData
 
 // ResumedData is the JSON data of an "event: resumed" frame (see Params.Explain).
 type ResumedData struct {
@@ -219,17 +215,7 @@ type ResumedData struct {
 }
 
 // ResyncPartition describes one partition a resync is about.
-type ResyncPartition struct {
-	Partition int32 `json:"partition"`
-	// Requested is the offset the client needed next.
-	Requested int64 `json:"requested"`
-	// LowWatermark is the partition's oldest stored offset.
-	LowWatermark int64 `json:"low_watermark"`
-	// ResumesAt is the offset of the next record the client gets in this partition.
-	ResumesAt int64 `json:"resumes_at"`
-	// Skipped is how many offsets the client will never get (records, plus any transaction markers).
-	Skipped int64 `json:"skipped"`
-}
+type ResyncPartition = feed.ResyncPartition
 
 // slowFlushBytes is how many bytes the slow path (replays, rewritten ids, filters) gathers before it
 // writes: large enough for few writes, small enough that the buffer it keeps per connection stays small.
