@@ -17,7 +17,8 @@ type Cluster interface {
 	// ListOffsets returns, per topic and partition, the offsets of the given kind.
 	ListOffsets(ctx context.Context, kind OffsetKind, topics ...string) (map[string]map[int32]int64, error)
 	// OffsetsAfter returns, per partition of topic, the offset of the first record with a timestamp at or
-	// after t, or -1 when there is none yet.
+	// after t, or the partition's high watermark (the offset the next record will get) when there is none
+	// yet, as kadm's ListOffsetsAfterMilli answers.
 	OffsetsAfter(ctx context.Context, topic string, t time.Time) (map[int32]int64, error)
 	// Assign starts reading partitions, each from an offset (AtLogStart: from the partition's start).
 	Assign(parts map[string]map[int32]int64)

@@ -2,7 +2,8 @@
 // once as an SSE event, into its topic's ring.
 //
 // There is no consumer group: partitions are assigned directly (franz-go ConsumePartitions), read_committed,
-// and nothing is committed. A topic that exists when the feed starts is read from its last stable offset;
+// and nothing is committed. A topic that exists when the feed starts is read from its last stable offset
+// minus Config.Prefill (never before its log start), so that the ring holds recent history at once;
 // a topic created later, and a partition added to a topic later, are read from their start, so that no record
 // in them is missed. A metadata refresh every Config.MetadataInterval finds such topics and partitions.
 //
@@ -20,8 +21,16 @@
 // Config.RingBudget, the topic's share of one budget for the pod: overrides fixed, the other topics by their
 // smoothed traffic, none below Config.RingFloor, never more than the budget in all (ring.Split).
 //
-// Concurrency: Run owns two goroutines, the fetch loop (the only publisher of every ring) and the metadata
-// refresher, and a third with a ring budget, the balancer, the only one that changes the rings' capacities. A Topic's mutex guards its partition table and position vector; it is taken by the fetch loop
-// once per fetched topic and by the refresher, and is held while publishing into the ring (lock order: Topic.mu
-// before the ring's own lock). Ready, Topic and Lag may be called from any goroutine.
+// Retention can pass offsets the feed has not read yet (its fetches were held up); franz-go then continues at
+// the log start, and the feed publishes a retention resync frame in place of the lost offsets (Topic.gap), so
+// that no live stream skips them silently.
+//
+// Concurrency: Run owns two goroutines, the fetch loop and the metadata refresher, and a third with a ring
+// budget, the balancer, the only one that changes the rings' capacities. The fetch loop publishes the frames;
+// the refresher publishes too, under the same Topic.mu: a new head id with no frames when partitions are
+// added (Publish of an empty batch), and Touch when a topic is created again; both trim and set the rings'
+// per-partition lows. A Topic's mutex guards its partition table and position vector; it is taken by the
+// fetch loop once per fetched topic and by the refresher, and is held while publishing into the ring (lock
+// order: Topic.mu before the ring's own lock). Ready, Topic, Lag and Watermarks may be called from any
+// goroutine.
 package feed

@@ -1,0 +1,295 @@
+package feed
+
+import (
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ssegate/ssegate/pkg/position"
+	"github.com/ssegate/ssegate/services/gateway/internal/ring"
+)
+
+// acked is a checkpoint Kafka has acknowledged: where it is, its vector, and the topic epoch it belongs to.
+type acked struct {
+	ref   position.Ref
+	vec   position.Vector
+	epoch uint64
+}
+
+// Topic is one topic's state: its ring and what the feed knows of its partitions.
+type Topic struct {
+	name      string
+	ring      *ring.Ring
+	refreshed *atomic.Bool  // the feed's: a metadata refresh has succeeded
+	gen       atomic.Uint64 // bumped when partitions are added, or the topic is created again, after it was first served
+	epoch     atomic.Uint64 // bumped when the topic is deleted and created again
+	appeared  chan struct{} // closed once the topic exists
+	vf        ValueFormat   // how values are written into frames
+
+	mu     sync.Mutex
+	kid    [16]byte       // the topic's id in Kafka when its partitions were assigned
+	exists bool           // partitions are assigned: streams can be served
+	absent bool           // the last metadata refresh found no such topic in Kafka
+	atEnd  map[int32]bool // partitions that existed at the feed's first refresh: they start at the end
+	parts  map[int32]*partition
+	latest position.Vector // where a from=latest stream started when the partitions were first assigned
+	pos    position.Vector
+	batch  ring.Batch
+	id     []byte
+	head   []byte // the v1 id of pos, for the ring's head, when frame ids are compact
+
+	// Compact ids (nil cps: none). The newest acknowledged checkpoint is swapped in by the writer's callback;
+	// cpBusy says one is being written; cpErrLog rate-limits the log of failed writes (under mu).
+	cps        Checkpointer
+	compactMax int
+	cpAfter    int
+	log        *slog.Logger
+	cpAcked    atomic.Pointer[acked]
+	cpBusy     atomic.Bool
+	cpErrAt    atomic.Int64
+	idCompact  atomic.Int64 // frames given a compact id
+	idFallback atomic.Int64 // frames given a v1 id while compact ids are on
+
+	published uint64        // frames published to the ring so far: the ring's head sequence (under mu)
+	newestSeq atomic.Uint64 // the ring's head after the latest publish (see Newest)
+	newestTS  atomic.Int64  // the timestamp of the latest publish's newest record, Unix milliseconds
+}
+
+type partition struct {
+	start int64 // offset reading began at; -1 when reading from the partition's start
+	ready int64 // offset up to which the partition must be read before the feed is ready; -1 for none
+	seen  bool  // a fetch covered an offset of this partition; owned by the fetch loop (under Topic.mu)
+	// lowSeen is the highest low watermark a fetch reported; owned by the fetch loop (under Topic.mu).
+	lowSeen int64
+	// next is the offset after the last record or transaction marker read: the next offset to read. It starts
+	// at start; -1 until the first fetch when reading from the partition's start.
+	next   atomic.Int64
+	end    atomic.Int64 // latest last-stable offset seen
+	caught atomic.Bool  // a fetch reported a last stable offset at or below next
+	// records counts the records read into the ring; fed is the offset of the last of them plus one (0 until
+	// the first). Both are written by the fetch loop and read by metrics.
+	records atomic.Int64
+	fed     atomic.Int64
+	// gaps counts the resyncs the feed published for offsets retention removed before it read them, and
+	// skipped those offsets (see gap); written by the fetch loop, read by metrics.
+	gaps    atomic.Int64
+	skipped atomic.Int64
+}
+
+// stageBytes bounds the frames staged for one Publish: a poll is published in parts of about this size. The
+// staging batch keeps the memory of its largest part, per topic, outside the ring's capacity; a whole poll
+// while reading a prefill can be tens of MB.
+const stageBytes = 1 << 20
+
+// publish frames a poll's records of the topic and publishes them, in batches of about stageBytes.
+func (t *Topic) publish(fs []Fetched) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.batch.Reset()
+	var newest int64
+	for _, fp := range fs {
+		ps := t.parts[fp.Partition]
+		if ps == nil || fp.Err != nil {
+			continue
+		}
+		if next := ps.next.Load(); ps.seen && next >= 0 && fp.First > next && fp.LogStart > next {
+			// Offsets from next on were not read and are gone (a gap above the log start is compaction's, or
+			// aborted records': nothing to report).
+			t.gap(ps, fp.Partition, next, fp.LogStart)
+		}
+		if !ps.seen && fp.First >= 0 {
+			ps.seen = true
+			// The ring holds the partition from its start offset only when reading really began there. When
+			// retention moved past the start before the first fetch, reading began later, and the ring must
+			// not claim offsets it never held: its low is then the first record's offset (Publish sets it).
+			if ps.start >= 0 && fp.First == ps.start {
+				t.ring.SetLow(fp.Partition, ps.start)
+			}
+		}
+		for _, rec := range fp.Records {
+			t.pos.Set(rec.Partition, rec.Offset)
+			t.id = t.appendFrameID(t.id[:0])
+			t.batch.Add(AppendFrame(t.batch.Buf(), t.id, rec, t.vf), rec.Partition, rec.Offset, rec.Key)
+			if ts := rec.Timestamp.UnixMilli(); ts > newest {
+				newest = ts
+			}
+			if t.batch.Bytes() >= stageBytes {
+				// The id is the position after the last staged frame, so a part of a poll is published
+				// like a whole one.
+				t.publishBatch(newest)
+			}
+		}
+		if n := len(fp.Records); n > 0 {
+			ps.records.Add(int64(n))
+			ps.fed.Store(fp.Records[n-1].Offset + 1)
+		}
+		if fp.Next > ps.next.Load() {
+			ps.next.Store(fp.Next)
+		}
+		if fp.LastStable >= 0 {
+			ps.end.Store(fp.LastStable)
+			if fp.LastStable <= ps.next.Load() {
+				ps.caught.Store(true)
+			}
+		}
+		if fp.LogStart > ps.lowSeen {
+			ps.lowSeen = fp.LogStart
+			t.ring.Trim(fp.Partition, fp.LogStart)
+		}
+	}
+	if t.batch.Len() > 0 {
+		t.publishBatch(newest)
+	}
+}
+
+// publishBatch publishes the staged frames, newest being the timestamp of the newest record among them, and
+// empties the batch. The caller holds mu.
+func (t *Topic) publishBatch(newest int64) {
+	// Newest is stored before the frames are published: a stream that sees its sequence has them, or gets
+	// them in this publish.
+	t.published += uint64(t.batch.Len())
+	t.newestTS.Store(newest)
+	t.newestSeq.Store(t.published)
+	head := t.id
+	if t.cps != nil {
+		// The ring's head id stays v1: streams parse it when they join, and a new stream's opening block
+		// carries a position of its own.
+		t.head, _ = t.pos.AppendText(t.head[:0])
+		head = t.head
+	}
+	t.ring.Publish(&t.batch, head)
+	t.batch.Reset()
+}
+
+// appendFrameID appends the id of a frame whose position is t.pos: v1 without checkpoints; otherwise
+// compact against the newest acknowledged checkpoint of this epoch when it fits, v1 when not. A compact id
+// never names a checkpoint Kafka has not acknowledged, so a crash leaves no id that points at nothing. A
+// new checkpoint is started when the compact id grows past cpAfter or could not be used. The caller holds
+// mu.
+func (t *Topic) appendFrameID(dst []byte) []byte {
+	if t.cps == nil {
+		dst, _ = t.pos.AppendText(dst)
+		return dst
+	}
+	if a := t.cpAcked.Load(); a != nil && a.epoch == t.epoch.Load() {
+		if id, ok := position.AppendCompact(dst, a.ref, a.vec, t.pos, t.compactMax); ok {
+			if len(id)-len(dst) > t.cpAfter {
+				t.checkpoint()
+			}
+			t.idCompact.Add(1)
+			return id
+		}
+	}
+	t.checkpoint()
+	t.idFallback.Add(1)
+	dst, _ = t.pos.AppendText(dst)
+	return dst
+}
+
+// checkpoint starts writing a checkpoint of t.pos unless one is being written, or the topic's Kafka id is
+// not known yet. The caller holds mu.
+func (t *Topic) checkpoint() {
+	if t.kid == ([16]byte{}) || !t.cpBusy.CompareAndSwap(false, true) {
+		return
+	}
+	vec, epoch := t.pos.Clone(), t.epoch.Load()
+	t.cps.Write(t.name, t.kid, vec, func(ref position.Ref, err error) {
+		if err == nil {
+			t.cpAcked.Store(&acked{ref: ref, vec: vec, epoch: epoch})
+		} else if now := time.Now().UnixNano(); now-t.cpErrAt.Load() > int64(10*time.Second) {
+			t.cpErrAt.Store(now)
+			t.log.Warn("checkpoint write failed; frames get v1 ids until one succeeds", "topic", t.name, "err", err)
+		}
+		t.cpBusy.Store(false)
+	})
+}
+
+// IDs returns how many frames got a compact id and how many a v1 id while compact ids are on.
+func (t *Topic) IDs() (compact, fallback int64) { return t.idCompact.Load(), t.idFallback.Load() }
+
+// ID returns the topic's Kafka id (zero until the feed has seen it).
+func (t *Topic) ID() [16]byte {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.kid
+}
+
+// Newest returns the ring's head sequence after the latest publish of records and the timestamp of that
+// publish's newest record (Unix milliseconds; 0 before the first publish). A stream whose cursor has reached
+// seq has been sent that record, so the time since ts is how late records reach clients (sampled: see
+// stream.Topic).
+func (t *Topic) Newest() (seq uint64, ts int64) {
+	seq = t.newestSeq.Load()
+	return seq, t.newestTS.Load()
+}
+
+func (t *Topic) setID(id [16]byte) {
+	t.mu.Lock()
+	t.kid = id
+	if t.cps != nil && t.exists && t.cpAcked.Load() == nil {
+		// A first checkpoint as soon as the topic's id is known, so that the first records already have one
+		// to refer to.
+		t.checkpoint()
+	}
+	t.mu.Unlock()
+}
+
+func (t *Topic) setAbsent(absent bool) {
+	t.mu.Lock()
+	t.absent = absent
+	t.mu.Unlock()
+}
+
+// Name returns the topic's name.
+func (t *Topic) Name() string { return t.name }
+
+// Ring returns the topic's ring.
+func (t *Topic) Ring() *ring.Ring { return t.ring }
+
+// Exists reports whether the topic has been found in Kafka and its partitions are being read.
+func (t *Topic) Exists() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.exists
+}
+
+// Absent reports whether the last metadata refresh found that the topic does not exist in Kafka (false while
+// the feed has not reached Kafka yet: then nobody knows).
+func (t *Topic) Absent() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.absent && !t.exists
+}
+
+// LatestAtStart returns the position a from=latest stream had when the topic's partitions were first assigned
+// (their last stable offsets then, before any prefill): where a stream that waited for the topic while
+// nobody knew whether it existed starts, so it gets neither history nor a gap.
+func (t *Topic) LatestAtStart() position.Vector {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.latest.Clone()
+}
+
+// Appeared returns a channel that is closed once the topic exists (see Exists).
+func (t *Topic) Appeared() <-chan struct{} { return t.appeared }
+
+// Epoch returns a number that grows whenever the topic is deleted and created again: every stream re-joins.
+func (t *Topic) Epoch() uint64 { return t.epoch.Load() }
+
+// Generation returns a number that grows whenever partitions are added to the topic after it was first
+// served: streams whose partitions depend on the topic's partition count (key filters) recompute them.
+func (t *Topic) Generation() uint64 { return t.gen.Load() }
+
+// Partitions returns the topic's partitions known to the feed, ascending.
+func (t *Topic) Partitions() []int32 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	ps := make([]int32, 0, len(t.parts))
+	for p := range t.parts {
+		ps = append(ps, p)
+	}
+	slices.Sort(ps)
+	return ps
+}
