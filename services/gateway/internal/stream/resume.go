@@ -562,106 +562,25 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // a resync. It leaves c.cursor where the stream continues in the ring. resuming says c.pos came from the
 // client, so that a gap in it is a loss to report rather than a start position.
 func (c *conn) catchUp(ctx context.Context, t *Topic, p Params, c0 uint64, head position.Vector, resuming bool) error {
-	c.cursor = c0
 	var from []byte
 	if resuming && p.Explain {
 		from, _ = c.pos.AppendText(nil)
 	}
-	var wm map[int32]feed.Watermarks
-	fresh := false
-	// watermarks answers from a cache (a reconnect storm asks Kafka once, not once per connection); a
-	// cached high watermark can only be too low, so a position past it is checked again against a fresh
-	// one before it is called ahead.
-	watermarks := func(refresh bool) (map[int32]feed.Watermarks, error) {
-		if wm != nil && (fresh || !refresh) {
-			return wm, nil
-		}
-		if t.Watermarks == nil {
-			return nil, fmt.Errorf("%w: no watermarks", errReplay)
-		}
-		maxAge := time.Second
-		if refresh {
-			maxAge, fresh = 0, true
-		}
-		return wm, c.await(ctx, func(ctx context.Context) (err error) {
-			wm, err = t.Watermarks(ctx, maxAge)
-			return err
-		})
-	}
 	if t.Replay != nil && t.Watermarks != nil {
 		// What the ring cannot serve will most likely be read from Kafka: start its first fetches now, so that
-		// they overlap the watermark look-up below (a round trip to Kafka when the cache is stale).
-		var likely []replay.Range
-		for _, q := range union(c.pos, head) {
-			have, ok := c.pos.Offset(q)
-			if !ok {
-				have = -1
-			}
-			if top, ok := head.Offset(q); ok && have < top {
-				if _, ok := t.Ring.Seek(q, have+1); !ok {
-					likely = append(likely, replay.Range{Partition: q, After: have, Upto: top})
-				}
-			}
-		}
-		t.Replay.Prefetch(ctx, t.Name, c.epoch, likely)
+		// they overlap the watermark look-up (a round trip to Kafka when the cache is stale).
+		t.Replay.Prefetch(ctx, t.Name, c.epoch, likelyReads(c.pos, head, t.Ring))
 	}
-	var ranges []replay.Range
-	var retention, ahead []ResyncPartition
-	for _, q := range union(c.pos, head) {
-		have, ok := c.pos.Offset(q)
-		if !ok {
-			have = -1
-		}
-		top, ok := head.Offset(q)
-		if !ok {
-			top = -1
-		}
-		switch {
-		case have > top && resuming:
-			// The client is ahead of this pod: either the pod lags (its frames up to have are skipped as
-			// they come) or the id is from another topic or cluster.
-			w, err := watermarks(false)
-			if err == nil && have >= w[q].High {
-				w, err = watermarks(true)
-			}
-			if err != nil {
-				return err
-			}
-			if have >= w[q].High {
-				ahead = append(ahead, ResyncPartition{
-					Partition: q, Requested: nextOffset(have), LowWatermark: w[q].Low, ResumesAt: top + 1,
-				})
-				c.pos = setOrDrop(c.pos, q, top)
-			}
-		case have < top:
-			// Kafka's low watermark first: a pod never serves from its ring what Kafka no longer has, so
-			// every pod answers an id the same way, whatever its ring holds. When Kafka cannot be asked,
-			// the ring (trimmed to the last low watermark seen) still serves what it holds.
-			w, werr := watermarks(false)
-			if werr == nil && have+1 < w[q].Low {
-				if resuming {
-					retention = append(retention, ResyncPartition{
-						Partition: q, Requested: have + 1, LowWatermark: w[q].Low, ResumesAt: top + 1, Skipped: top - have,
-					})
-					c.pos = setOrDrop(c.pos, q, top)
-					c.stats.Skipped.Add(top - have)
-					if c.rt != nil {
-						c.rt.skipped += top - have
-					}
-					continue
-				}
-				have = w[q].Low - 1
-			}
-			if seq, ok := t.Ring.Seek(q, have+1); ok {
-				c.cursor = min(c.cursor, seq)
-				continue
-			}
-			if werr != nil {
-				return werr
-			}
-			ranges = append(ranges, replay.Range{Partition: q, After: have, Upto: top})
-		}
+	pl, err := c.plan(ctx, t, planInput{pos: c.pos, head: head, c0: c0, resuming: resuming, ring: t.Ring})
+	if err != nil {
+		return err
 	}
+	c.cursor, c.pos = pl.cursor, pl.pos
+	c.stats.Skipped.Add(pl.skipped)
+	if c.rt != nil {
+		c.rt.skipped += pl.skipped
+	}
+	ranges, retention, ahead := pl.ranges, pl.retention, pl.ahead
 	for _, rs := range []struct {
 		reason string
 		idx    int
@@ -698,9 +617,46 @@ func (c *conn) catchUp(ctx context.Context, t *Topic, p Params, c0 uint64, head 
 		c.stats.ResumedFromRing.Add(1)
 	}
 	c.synced = c.cursor == c0 && c.pos.Equal(head)
-	err := c.flushBuf()
+	err = c.flushBuf()
 	c.releaseBuf()
 	return err
+}
+
+// plan makes the catch-up plan of in (see makePlan), looking the watermarks up as the planner asks: from the
+// feed's cache (a reconnect storm asks Kafka once, not once per connection), or fresh when a cached high
+// watermark said the client is ahead. A failed look-up is the planner's to judge: the ring may still serve
+// everything.
+func (c *conn) plan(ctx context.Context, t *Topic, in planInput) (plan, error) {
+	for {
+		pl, err := makePlan(in)
+		if err != nil || pl.need == needNone {
+			return pl, err
+		}
+		if t.Watermarks == nil {
+			in.wmErr = fmt.Errorf("%w: no watermarks", errReplay)
+			continue
+		}
+		maxAge := time.Second
+		if pl.need == needFresh {
+			maxAge = 0
+		}
+		var wm map[int32]feed.Watermarks
+		err = c.await(ctx, func(ctx context.Context) (err error) {
+			wm, err = t.Watermarks(ctx, maxAge)
+			return err
+		})
+		switch {
+		case errors.Is(err, errWrite):
+			return plan{}, err
+		case err != nil:
+			in.wmErr = err
+		case wm == nil:
+			in.wm = map[int32]feed.Watermarks{}
+		default:
+			in.wm = wm
+		}
+		in.fresh = in.fresh || (err == nil && pl.need == needFresh)
+	}
 }
 
 // releaseBuf drops the slow path's buffer once the stream is on the fast path, which needs none: a
