@@ -108,8 +108,26 @@ func (c *conn) keepAliveDue(now int64) bool { return c.p.Heartbeat > 0 && c.hbDu
 // keepAliveComment is the comment a stream writes when it has had nothing to write for a heartbeat.
 var keepAliveComment = []byte(": keep-alive\n\n")
 
-// keepAlive writes a keep-alive comment now, from the stream's goroutine.
-func (c *conn) keepAlive() error { return c.write([][]byte{keepAliveComment}) }
+// keepAliveIfDue writes a keep-alive comment, from the stream's goroutine, when the stream wrote nothing for a
+// heartbeat. Every wait of a stream on its own goroutine (the loop, a topic not there yet, a Kafka call, a
+// replay read) keeps its client alive through it; a parked stream's writer decides the same with
+// keepAliveDue.
+func (c *conn) keepAliveIfDue() error {
+	if !c.keepAliveDue(monoNow()) {
+		return nil
+	}
+	return c.write([][]byte{keepAliveComment})
+}
+
+// keeps says the stream's filters let a record through: its key (key=) and its event type (event=), which
+// typ gives and is asked only when the stream filters by type. Ring frames and records read back from Kafka
+// go through it alike.
+func (p *Params) keeps(key []byte, typ func() string) bool {
+	if len(p.Events) > 0 && !p.Events[typ()] {
+		return false
+	}
+	return len(p.Keys) == 0 || p.Keys[string(key)]
+}
 
 // deliverFrame is deliver without the write: it appends to c.buf what the client gets of f.
 func (c *conn) deliverFrame(f ring.Frame, p Params) (synced bool) {
@@ -134,13 +152,8 @@ func (c *conn) deliverFrame(f ring.Frame, p Params) (synced bool) {
 			synced = v.Equal(c.pos)
 		}
 	}
-	if !feedResync(f, nl) {
-		if len(p.Events) > 0 && !p.Events[frameType(f.Bytes[nl+1:])] {
-			return synced
-		}
-		if len(p.Keys) > 0 && !p.Keys[string(f.Key)] {
-			return synced
-		}
+	if !feedResync(f, nl) && !p.keeps(f.Key, func() string { return frameType(f.Bytes[nl+1:]) }) {
+		return synced
 	}
 	if synced {
 		c.buf = append(c.buf, f.Bytes...)

@@ -404,7 +404,7 @@ func (c *conn) awaitTopic(ctx context.Context, t *Topic, p *Params) error {
 				return err
 			}
 		case <-hb.C:
-			if err := c.keepAlive(); err != nil {
+			if err := c.keepAliveIfDue(); err != nil {
 				return err
 			}
 		case <-ctx.Done():
@@ -463,10 +463,8 @@ func (c *conn) await(ctx context.Context, fn func(ctx context.Context) error) er
 			}
 			return nil
 		case <-tick:
-			if monoNow() >= c.hbDue {
-				if err := c.keepAlive(); err != nil {
-					return err
-				}
+			if err := c.keepAliveIfDue(); err != nil {
+				return err
 			}
 		}
 	}
@@ -675,19 +673,11 @@ func (c *conn) replay(ctx context.Context, t *Topic, p Params, ranges []replay.R
 	if err := c.flushBuf(); err != nil {
 		return err
 	}
-	idle := func() error {
-		if monoNow() < c.hbDue {
-			return nil
-		}
-		return c.keepAlive()
-	}
+	idle := c.keepAliveIfDue
 	first := true
 	err := t.Replay.Read(ctx, t.Name, c.epoch, ranges, p.Heartbeat, idle, func(rec *kgo.Record) error {
 		c.pos.Set(rec.Partition, rec.Offset)
-		if len(p.Events) > 0 && !p.Events[recordType(rec)] {
-			return nil
-		}
-		if len(p.Keys) > 0 && !p.Keys[string(rec.Key)] {
+		if !p.keeps(rec.Key, func() string { return recordType(rec) }) {
 			return nil
 		}
 		c.idBuf, _ = c.pos.AppendText(c.idBuf[:0])

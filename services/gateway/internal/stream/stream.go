@@ -414,10 +414,8 @@ func (c *conn) loop(ctx context.Context) CloseReason {
 		case <-wake:
 		case <-tokC: // written at the top of the loop
 		case <-heartbeat:
-			if c.keepAliveDue(monoNow()) {
-				if err := c.keepAlive(); err != nil {
-					return writeReason(err)
-				}
+			if err := c.keepAliveIfDue(); err != nil {
+				return writeReason(err)
 			}
 		case <-ctx.Done():
 			return ReasonClientGone
