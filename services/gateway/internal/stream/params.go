@@ -52,7 +52,7 @@ type Params struct {
 	// frames it missed. For dashboards and debugging; other clients never see the event.
 	Explain bool
 	// OnEnd, when set, is called exactly once when the stream really ends, with the reason it ended: also
-	// for a stream served by the writer pool, whose Serve returned Detached long before. It is called after
+	// for a stream served by the writer pool, whose Serve returned a parked Outcome long before. It is called after
 	// the end is counted in Stats and before the client can see the end, on whichever goroutine ends the
 	// stream (a writer's, for a parked one), so it must not block. Nil means none. ParseParams leaves it
 	// nil; the caller sets it.

@@ -129,7 +129,7 @@ func (pl *pool) serve(c *conn, nc net.Conn, head []byte) CloseReason {
 		pl.hang.add(c)
 	}
 	reason := c.run(c.ctx)
-	if reason == Detached {
+	if reason == parked {
 		return reason
 	}
 	c.end(reason)

@@ -20,9 +20,10 @@ import (
 
 // poolServer is a Server with a writer pool behind a real loopback HTTP server.
 type poolServer struct {
-	srv *Server
-	hs  *httptest.Server
-	st  *Stats
+	srv      *Server
+	hs       *httptest.Server
+	st       *Stats
+	outcomes chan Outcome // what Serve returned, for the streams that fit
 }
 
 func startPool(t *testing.T, cfg Config, topic *Topic, p Params) *poolServer {
@@ -31,13 +32,17 @@ func startPool(t *testing.T, cfg Config, topic *Topic, p Params) *poolServer {
 		cfg.Writers = 2
 	}
 	cfg.Logger = discardLog
-	ps := &poolServer{srv: NewServer(cfg), st: new(Stats)}
+	ps := &poolServer{srv: NewServer(cfg), st: new(Stats), outcomes: make(chan Outcome, 16)}
 	ps.hs = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		pp := p
 		if ev := r.URL.Query().Get("event"); ev != "" {
 			pp.Events = map[string]bool{ev: true}
 		}
-		ps.srv.Serve(w, r, topic, pp, ps.st)
+		o := ps.srv.Serve(w, r, topic, pp, ps.st)
+		select {
+		case ps.outcomes <- o:
+		default:
+		}
 	}))
 	return ps
 }
@@ -227,6 +232,31 @@ func TestPoolHeartbeatAndClientGone(t *testing.T) {
 	waitUntil(t, "the closed client to be noticed", func() bool {
 		return ps.st.Closed[ReasonClientGone].Load() == 1 && ps.st.Open.Load() == 0 && ps.st.Parked.Load() == 0
 	})
+}
+
+// TestServeOutcome: Serve says a stream was parked when the writer pool took it over, and why it ended when it
+// ended on its own goroutine.
+func TestServeOutcome(t *testing.T) {
+	f := newFeeder(t, 1<<20)
+	ps := startPool(t, Config{}, &Topic{Ring: f.rg}, Params{}).start(t)
+	c := dialOpen(t, ps.hs.URL)
+	if o := <-ps.outcomes; !o.Parked {
+		t.Fatalf("Serve returned %+v for an idle pool stream, want parked", o)
+	}
+	_ = c.resp.Body.Close()
+	var st Stats
+	srv := NewServer(Config{Logger: discardLog})
+	r := httptest.NewRequestWithContext(canceled(t), http.MethodGet, "/streams/t", nil)
+	if o := srv.Serve(newMemWriter(), r, &Topic{Ring: f.rg}, Params{}, &st); o.Parked || o.Reason != ReasonClientGone {
+		t.Fatalf("Serve returned %+v for a stream whose client left, want client_gone", o)
+	}
+}
+
+// canceled returns a context that has ended.
+func canceled(t *testing.T) context.Context {
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	return ctx
 }
 
 // TestPoolProbe: without heartbeats, a client that closed an idle stream is still noticed, by the writer's

@@ -24,17 +24,31 @@ const (
 	numReasons
 )
 
-// Detached is what Server.Serve returns for a stream it handed to the writer pool; the stream's end is
-// counted in its Stats. It is not a reason a stream ends.
-const Detached CloseReason = -1
+// parked is what a stream's loop returns when it handed its connection to the writer pool: not a reason a
+// stream ends (the pool ends it later), so it never leaves the package (see Outcome).
+const parked CloseReason = -1
+
+// Outcome is what Server.Serve did with a stream.
+type Outcome struct {
+	// Parked says the stream was handed to the writer pool, which serves it from now on: its end is counted
+	// in its Stats, and Reason means nothing.
+	Parked bool
+	// Reason is why the stream ended, when it was not parked.
+	Reason CloseReason
+}
+
+// outcome returns the Outcome of a loop that returned r.
+func outcome(r CloseReason) Outcome {
+	if r == parked {
+		return Outcome{Parked: true}
+	}
+	return Outcome{Reason: r}
+}
 
 var reasonNames = [numReasons]string{"client_gone", "behind", "write_failed", "shutdown", "replay_failed", "token_expired"}
 
 // String returns the reason's label, e.g. "client_gone".
 func (r CloseReason) String() string {
-	if r == Detached {
-		return "detached"
-	}
 	if r < 0 || r >= numReasons {
 		return "unknown"
 	}

@@ -147,9 +147,9 @@ func (s *Server) Close() {
 // server drains, or a write or a Kafka replay fails, and returns why it ended. The caller has validated the
 // request. stats may be shared by many connections.
 //
-// With a writer pool, a plain HTTP/1.1 stream is taken over from net/http: Serve returns
-// Detached once it is idle and handed to the pool, and its end is counted in stats alone.
-func (s *Server) Serve(w http.ResponseWriter, r *http.Request, t *Topic, p Params, stats *Stats) CloseReason {
+// With a writer pool, a plain HTTP/1.1 stream is taken over from net/http: Serve returns a parked Outcome
+// once it is idle and handed to the pool, and its end is counted in stats alone.
+func (s *Server) Serve(w http.ResponseWriter, r *http.Request, t *Topic, p Params, stats *Stats) Outcome {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
@@ -168,14 +168,14 @@ func (s *Server) Serve(w http.ResponseWriter, r *http.Request, t *Topic, p Param
 			if u, ok := nc.(interface{ NetConn() net.Conn }); ok {
 				nc = u.NetConn()
 			}
-			return s.pool.serve(c, nc, responseHead(h))
+			return outcome(s.pool.serve(c, nc, responseHead(h)))
 		}
 	}
 	w.WriteHeader(http.StatusOK)
 	c.out = &httpSink{w: w, rc: http.NewResponseController(w)}
 	reason := c.run(r.Context())
 	c.end(reason)
-	return reason
+	return Outcome{Reason: reason}
 }
 
 type conn struct {
@@ -315,7 +315,7 @@ func (c *conn) resume() {
 			return
 		}
 	}
-	if r := c.loop(c.ctx); r != Detached {
+	if r := c.loop(c.ctx); r != parked {
 		c.end(r)
 	}
 }
@@ -328,7 +328,7 @@ func (c *conn) parkable() bool {
 // filtered says the stream has an event or key filter, so it always takes the slow path.
 func (c *conn) filtered() bool { return len(c.p.Events) > 0 || len(c.p.Keys) > 0 }
 
-// loop writes the ring's frames as they come, until the stream ends (or parks: Detached).
+// loop writes the ring's frames as they come, until the stream ends (or parks: it returns parked).
 func (c *conn) loop(ctx context.Context) CloseReason {
 	var hb *time.Timer
 	var heartbeat <-chan time.Time
@@ -402,7 +402,7 @@ func (c *conn) loop(ctx context.Context) CloseReason {
 		if c.parkable() {
 			// Idle and caught up: a writer serves it from here. Nothing below may touch c.
 			c.pool.park(c)
-			return Detached
+			return parked
 		}
 		if hb != nil {
 			hb.Reset(max(time.Duration(c.hbDue-monoNow()), 0))

@@ -112,7 +112,7 @@ func serveMem(t *testing.T, s *Server, w http.ResponseWriter, rg *ring.Ring, p P
 	ctx, cancel := context.WithCancel(t.Context())
 	r := httptest.NewRequestWithContext(ctx, http.MethodGet, "/streams/t", nil)
 	done := make(chan CloseReason, 1)
-	go func() { done <- s.Serve(w, r, &Topic{Ring: rg}, p, st) }()
+	go func() { done <- s.Serve(w, r, &Topic{Ring: rg}, p, st).Reason }()
 	return done, cancel
 }
 
@@ -211,7 +211,7 @@ func TestServeHTTP(t *testing.T) {
 	var st Stats
 	reasons := make(chan CloseReason, 1)
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		reasons <- srv.Serve(w, r, &Topic{Ring: f.rg}, Params{}, &st)
+		reasons <- srv.Serve(w, r, &Topic{Ring: f.rg}, Params{}, &st).Reason
 	}))
 	defer hs.Close()
 
@@ -461,7 +461,7 @@ func TestDrain(t *testing.T) {
 					t.Cleanup(cancel)
 					r := httptest.NewRequestWithContext(ctx, http.MethodGet, "/streams/t", nil)
 					go func() {
-						reason := srv.Serve(newMemWriter(), r, &Topic{Ring: f.rg}, Params{Heartbeat: time.Second}, &st)
+						reason := srv.Serve(newMemWriter(), r, &Topic{Ring: f.rg}, Params{Heartbeat: time.Second}, &st).Reason
 						ends <- end{reason, time.Now()}
 					}()
 				}
@@ -610,7 +610,7 @@ func TestCloseReasonString(t *testing.T) {
 		{ReasonWriteFailed, "write_failed"},
 		{ReasonShutdown, "shutdown"},
 		{numReasons, "unknown"},
-		{Detached, "detached"},
+		{parked, "unknown"},
 		{CloseReason(-2), "unknown"},
 		{CloseReason(99), "unknown"},
 	}
