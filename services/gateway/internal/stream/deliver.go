@@ -2,7 +2,6 @@ package stream
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -19,12 +18,6 @@ import (
 // keep-alive and when it must re-join is decided here, once, for both ways a stream is served: on a goroutine
 // of its own (conn.loop) and parked in the writer pool (writer.serve). The two paths differ only in how the
 // bytes reach the socket and how they wait.
-
-// errRejoin is returned by pull when the topic's partitions changed (partitions were added, or the topic was
-// deleted and created again): the stream joins the ring again and catches up as a resume, on a goroutine of
-// its own, so that a key filter covers the partitions its keys now go to and a position past a recreated
-// topic's end gets an ahead resync.
-var errRejoin = errors.New("stream: the topic's partitions changed")
 
 // scratch is the reusable memory of one pull: the caller's (a writer's, or a stream goroutine's), so that a
 // parked connection keeps none.

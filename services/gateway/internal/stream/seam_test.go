@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/ssegate/ssegate/pkg/position"
 	"github.com/ssegate/ssegate/pkg/sse"
 	"github.com/ssegate/ssegate/services/gateway/internal/feed"
 	"github.com/ssegate/ssegate/services/gateway/internal/memlog"
@@ -647,6 +649,15 @@ func TestSeamLeavingRedirects(t *testing.T) {
 			if resumed := leaving.open(t, "", "v1:0-0").ended(t); !strings.HasSuffix(resumed, "\nid: v1:0-0\n\n") {
 				t.Fatalf("a resuming stream of a leaving pod: %q, want its own id back", resumed)
 			}
+			// A compact id is given back as it is, not resolved: the leaving pod reads nothing from Kafka for it.
+			resolves := 0
+			leaving.topic.Resolve = func(context.Context, string, [16]byte) (position.Vector, error) {
+				resolves++
+				return position.Vector{}, errors.New("resolved")
+			}
+			if resumed := leaving.open(t, "", "v2:AAA").ended(t); !strings.HasSuffix(resumed, "\nid: v2:AAA\n\n") || resolves != 0 {
+				t.Fatalf("a stream of a leaving pod resuming a compact id: %q after %d resolves, want its own id back unresolved", resumed, resolves)
+			}
 			produce(kc, "t", 0, "a2")
 			if ev := other.open(t, "", id).next(t); ev.Data != "a2" || ev.ID != "v1:0-2.1-0" {
 				t.Fatalf("the reconnect on the other pod: %+v, want a2 with id v1:0-2.1-0", ev)
@@ -654,8 +665,8 @@ func TestSeamLeavingRedirects(t *testing.T) {
 			if ev := before.next(t); ev.Data != "a2" {
 				t.Fatalf("a stream open before the pod left: %+v, want a2", ev)
 			}
-			if n := leaving.stats.Closed[ReasonShutdown].Load(); n != 2 {
-				t.Fatalf("streams ended for the shutdown: %d, want 2", n)
+			if n := leaving.stats.Closed[ReasonShutdown].Load(); n != 3 {
+				t.Fatalf("streams ended for the shutdown: %d, want 3", n)
 			}
 		})
 	}
