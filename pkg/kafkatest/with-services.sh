@@ -38,11 +38,18 @@ cleanup() {
 trap cleanup EXIT
 # CMD runs in the background so that a signal reaches this script at once (bash runs traps only between
 # foreground commands); the traps pass it on to CMD as SIGTERM (a background command ignores SIGINT), wait for
-# CMD to stop, then stop the services.
+# CMD to stop, then stop the services. A CMD that stops cleanly on the signal (exit 0, as `make run` does)
+# ends the run cleanly: exit 0, and its files are removed like after any success.
 child=
 forward() {
-	[ -n "$child" ] && kill -TERM "$child" 2>/dev/null && wait "$child" 2>/dev/null
-	exit "$1"
+	local rc=$1
+	if [ -n "$child" ]; then
+		kill -TERM "$child" 2>/dev/null
+		if wait "$child" 2>/dev/null; then
+			rc=0
+		fi
+	fi
+	exit "$rc"
 }
 trap 'forward 130' INT
 trap 'forward 143' TERM

@@ -57,6 +57,7 @@ func run() error {
 	partitions := fs.Int("partitions", 3, "partitions of the topic when it is created")
 	rate := fs.Float64("rate", 3, "events per second")
 	userTopic := fs.String("user-topic", "", "topic to write every order event to again, keyed by its customer (user-<name>); empty means none")
+	createOnly := fs.Bool("create-only", false, "create the topics (when they do not exist) and exit")
 	var lc loginConfig
 	fs.StringVar(&lc.listen, "login", "", "DEMO ONLY: address of a login page that hands out tokens for the user topic to anyone; empty means none")
 	fs.StringVar(&lc.gateway, "gateway", "http://127.0.0.1:8080", "the gateway's URL, for the login page")
@@ -93,6 +94,9 @@ func run() error {
 		if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 			return fmt.Errorf("create topic %s: %w", name, err)
 		}
+	}
+	if *createOnly {
+		return nil
 	}
 	if lc.listen != "" {
 		stopLogin, err := serveLogin(ctx, lc, log)

@@ -12,7 +12,19 @@ cd "$(dirname "$0")/../.."
 say() { printf 'ssegate: %s\n' "$*" >&2; }
 port=${PORT:-8080} admin=${ADMIN_PORT:-9090} login=${LOGIN_PORT:-8081}
 
+# taken PORT NAME: fails with a line naming the setting when something already listens on the port.
+taken() {
+	if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then
+		say "port $1 is taken ($2): stop what listens there, or choose another, e.g. $2=$(($1 + 100)) make run"
+		exit 1
+	fi
+}
+
 if [ "${1:-}" != --inner ]; then
+	taken "$port" PORT
+	taken "$admin" ADMIN_PORT
+	taken "$login" LOGIN_PORT
+	[ -n "${KAFKA_BROKERS:-}" ] || taken "${KAFKA_PORT:-9092}" KAFKA_PORT
 	say "building the gateway and the demo producer into .run/bin (the first build takes a minute or two)"
 	mkdir -p .run/bin
 	go build -o .run/bin/ ./services/gateway ./services/demo
@@ -32,13 +44,15 @@ stop() {
 	[ ${#pids[@]} -eq 0 ] || kill -TERM "${pids[@]}" 2>/dev/null || true
 	wait 2>/dev/null || true
 }
-trap 'stop; exit 143' TERM
-trap 'stop; exit 130' INT
+# Ctrl-C and SIGTERM are how a user stops it: a clean stop, exit 0.
+trap 'stop; say "stopped"; exit 0' TERM INT
 trap stop EXIT
 
 level=${LOG_LEVEL:-${SSEGATE_LOG_LEVEL:-warn}}
 say "Kafka is at $KAFKA_BROKERS; what a client sees can be compared with the topic itself:"
 say "  kcat -b $KAFKA_BROKERS -C -t orders -o beginning -f '%p-%o %k %s\\n'"
+# The topics first, so that the gateway finds them at once (it would warn that they do not exist yet).
+.run/bin/demo --topic orders --user-topic user-activity --partitions 3 --create-only --log-level "$level"
 .run/bin/demo --topic orders --user-topic user-activity --partitions 3 --rate "${DEMO_RATE:-3}" \
 	--login "127.0.0.1:$login" --gateway "http://127.0.0.1:$port" --token-secret-file "$DEMO_SECRET" \
 	--log-level "$level" &
@@ -53,11 +67,13 @@ SSEGATE_TOPICS=orders,user-activity \
 	SSEGATE_LOG_LEVEL=$level \
 	.run/bin/gateway --listen "${SSEGATE_LISTEN:-127.0.0.1:$port}" \
 	--admin-listen "${SSEGATE_ADMIN_LISTEN:-127.0.0.1:$admin}" &
-pids+=($!)
+gateway=$!
+pids+=("$gateway")
 
 # The addresses are printed once the stream answers: a page opened earlier would only wait.
 (
 	for _ in $(seq 1 120); do
+		kill -0 "$gateway" 2>/dev/null || exit 0 # it stopped: its own error says why
 		if python3 - "http://127.0.0.1:$port/streams/orders" 2>/dev/null <<'PY'; then
 import sys, urllib.request
 with urllib.request.urlopen(sys.argv[1], timeout=2) as r:
@@ -78,4 +94,6 @@ PY
 rc=0
 wait -n "${pids[@]}" || rc=$?
 if [ "$rc" = 0 ]; then say "stopping"; else say "a process stopped (exit $rc); stopping the others"; fi
+stop
+[ "$rc" != 0 ] || say "stopped"
 exit "$rc"

@@ -28,6 +28,7 @@ func TestMakeRun(t *testing.T) {
 	for _, how := range []string{"SIGTERM", "Ctrl-C"} {
 		t.Run(how, func(t *testing.T) {
 			port, admin, login := freePort(t), freePort(t), freePort(t)
+			servicesBefore := stateDirs(t)
 			cmd := exec.Command("bash", filepath.Join("services", "demo", "run.sh"))
 			cmd.Dir = filepath.Join("..", "..")
 			cmd.Env = append(cleanEnv(), "KAFKA_BROKERS="+brokers, "PORT="+port, "ADMIN_PORT="+admin, "LOGIN_PORT="+login)
@@ -94,13 +95,23 @@ func TestMakeRun(t *testing.T) {
 			go func() { done <- cmd.Wait() }()
 			select {
 			case err := <-done:
-				// Stopped by a signal, the script exits 130 or 143: an error to Wait, and expected.
-				var ee *exec.ExitError
-				if err != nil && !errors.As(err, &ee) {
-					t.Fatalf("make run: %v", err)
+				// A user's Ctrl-C or SIGTERM is a clean stop: exit 0, so make reports no error.
+				if err != nil {
+					t.Fatalf("make run after %s: %v, want a clean exit:\n%s", how, err, printed())
 				}
 			case <-time.After(30 * time.Second):
 				t.Fatalf("make run did not stop within 30 s of %s:\n%s", how, printed())
+			}
+			<-ended
+			text = printed()
+			if !strings.HasSuffix(text, "ssegate: stopped\n") {
+				t.Errorf("make run did not end with its stopped line:\n%s", text)
+			}
+			if strings.Contains(text, "does not exist") {
+				t.Errorf("a healthy start warned of a missing topic:\n%s", text)
+			}
+			if left := newDirs(t, servicesBefore); len(left) > 0 {
+				t.Errorf("make run left its state folders behind: %v", left)
 			}
 			// Nothing it started is left: no process of its group, no port still taken.
 			kafkatest.WaitFor(t, 5*time.Second, "make run's processes to be gone", func() bool {
@@ -111,6 +122,66 @@ func TestMakeRun(t *testing.T) {
 					_ = c.Close()
 					t.Errorf("port %s still answers after make run stopped", p)
 				}
+			}
+		})
+	}
+}
+
+// stateDirs returns the state folders of pkg/kafkatest/with-services.sh runs under .run.
+func stateDirs(t *testing.T) map[string]bool {
+	t.Helper()
+	names, err := filepath.Glob(filepath.Join("..", "..", ".run", "services-*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, n := range names {
+		out[n] = true
+	}
+	return out
+}
+
+// newDirs returns the state folders that were not there before.
+func newDirs(t *testing.T, before map[string]bool) []string {
+	t.Helper()
+	var out []string
+	for n := range stateDirs(t) {
+		if !before[n] {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// TestMakeRunPortTaken: with one of its ports taken, make run stops at once with a line naming the setting
+// that moves it, before building or starting anything (it used to start, print the bind error, and then
+// announce "ready" because the other program answered on the port).
+func TestMakeRunPortTaken(t *testing.T) {
+	brokers := strings.Join(kafkatest.Brokers(t), ",")
+	for _, name := range []string{"PORT", "ADMIN_PORT", "LOGIN_PORT"} {
+		t.Run(name, func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = ln.Close() }()
+			_, busy, _ := net.SplitHostPort(ln.Addr().String())
+			ports := map[string]string{"PORT": freePort(t), "ADMIN_PORT": freePort(t), "LOGIN_PORT": freePort(t)}
+			ports[name] = busy
+			cmd := exec.Command("bash", filepath.Join("services", "demo", "run.sh"))
+			cmd.Dir = filepath.Join("..", "..")
+			cmd.Env = append(cleanEnv(), "KAFKA_BROKERS="+brokers)
+			for k, v := range ports {
+				cmd.Env = append(cmd.Env, k+"="+v)
+			}
+			out, err := cmd.CombinedOutput()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+				t.Fatalf("make run with %s taken: %v, want exit 1:\n%s", name, err, out)
+			}
+			want := "ssegate: port " + busy + " is taken (" + name + ")"
+			if !strings.HasPrefix(string(out), want) || strings.Contains(string(out), "building") {
+				t.Fatalf("make run with %s taken said:\n%s\nwant it to start with %q and build nothing", name, out, want)
 			}
 		})
 	}
