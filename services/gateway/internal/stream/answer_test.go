@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ssegate/ssegate/pkg/position"
+	"github.com/ssegate/ssegate/services/gateway/internal/checkpoint"
 	"github.com/ssegate/ssegate/services/gateway/internal/feed"
 	"github.com/ssegate/ssegate/services/gateway/internal/memlog"
 )
@@ -145,5 +147,33 @@ func TestResyncLargestOffset(t *testing.T) {
 	d := resyncData(t, c.next(t))
 	if d.Reason != ResyncAhead || len(d.Partitions) != 1 || d.Partitions[0].Requested != math.MaxInt64 {
 		t.Fatalf("resync %+v, want ahead with requested %d", d, int64(math.MaxInt64))
+	}
+}
+
+// TestResolveKeepsClientAlive: a stream whose compact id waits to be resolved (its checkpoint read from
+// Kafka, or a turn to read it) writes keep-alives meanwhile, then tells the client what the resolver found.
+func TestResolveKeepsClientAlive(t *testing.T) {
+	for _, writers := range []int{0, 2} {
+		t.Run(sinkName(writers), func(t *testing.T) {
+			kc := memlog.New()
+			kc.CreateTopic("t", 1)
+			pd := startPod(t, kc, "t", podOpts{writers: writers})
+			pd.waitReady(t)
+			release := make(chan struct{})
+			pd.topic.Resolve = func(ctx context.Context, _ string, _ [16]byte) (position.Vector, error) {
+				select {
+				case <-release:
+					return position.Vector{}, checkpoint.ErrInvalid
+				case <-ctx.Done():
+					return position.Vector{}, ctx.Err()
+				}
+			}
+			c := pd.open(t, "?heartbeat=100", "v2:AAA")
+			waitUntil(t, "keep-alives while the id is resolved", func() bool { return c.keepAlives() >= 2 })
+			close(release)
+			if d := resyncData(t, c.next(t)); d.Reason != ResyncInvalidID {
+				t.Fatalf("resync %+v, want invalid-id", d)
+			}
+		})
 	}
 }

@@ -80,13 +80,19 @@ func (c *conn) clientPosition(ctx context.Context, t *Topic, p Params) (resuming
 	if p.LastEventID == "" {
 		return false, nil, nil, nil
 	}
+	var v position.Vector
 	if position.IsCompact(p.LastEventID) {
-		// Resolving a compact id may read its checkpoint from Kafka: answer first.
-		if err := c.open(); err != nil {
-			return false, nil, nil, err
+		// Resolving a compact id may read its checkpoint from Kafka, or wait for a turn to: the client gets
+		// its answer first and keep-alives meanwhile.
+		if werr := c.await(ctx, func(ctx context.Context) error {
+			v, err = t.parseID(ctx, p.LastEventID, t.kafkaID())
+			return nil
+		}); werr != nil {
+			return false, nil, nil, werr
 		}
+	} else {
+		v, err = position.Parse(p.LastEventID)
 	}
-	v, err := t.parseID(ctx, p.LastEventID, t.kafkaID())
 	if err == nil {
 		err = c.checkPartitions(ctx, v, t)
 	}
