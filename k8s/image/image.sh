@@ -4,13 +4,15 @@
 #   k8s/image/image.sh            the host's platform (linux/amd64 on most machines)
 #   IMAGE_PLATFORMS=linux/amd64,linux/arm64 k8s/image/image.sh    a multi-arch image (an index)
 #
-# VERSION (default: git describe), REVISION (the commit) and SOURCE_DATE_EPOCH (default: the commit's time)
-# go into the image; the same commit gives the same digest. The binaries are static (CGO_ENABLED=0) and
+# VERSION (default: the release tag at this commit, else the chart's appVersion, so that `helm install` with
+# the chart's default image tag finds these images), REVISION (the commit) and SOURCE_DATE_EPOCH (default: the
+# commit's time) go into the image; the same commit gives the same digest. The binaries are static (CGO_ENABLED=0) and
 # reproducible (-trimpath, no build id). Prints each tarball and its digest.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-version=${VERSION:-$(git describe --tags --always --dirty 2>/dev/null || echo dev)}
+app=$(sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\} *$/\1/p' helm/ssegate/Chart.yaml)
+version=${VERSION:-$(git describe --tags --exact-match 2>/dev/null || echo "$app")}
 revision=${REVISION:-$(git rev-parse HEAD 2>/dev/null || echo unknown)}
 epoch=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || echo 0)}
 platforms=${IMAGE_PLATFORMS:-linux/$(go env GOARCH)}
