@@ -27,6 +27,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/ssegate/ssegate/pkg/kafkatest"
+	"github.com/ssegate/ssegate/services/demo/orders"
 	"github.com/ssegate/ssegate/pkg/proctest"
 )
 
@@ -99,15 +100,15 @@ func startStack(t *testing.T) stack {
 	t.Cleanup(func() { _, _ = kafkatest.Admin(t).DeleteTopic(context.Background(), cpTopic) })
 
 	cl := kafkatest.Client(t, kgo.DefaultProduceTopic(topic))
-	types := []string{"order.created", "order.paid", "order.shipped"}
+	// The demo's order events (what `make run` shows), deterministic: 20 orders, each created, paid and
+	// shipped, in that order.
 	var recs []*kgo.Record
+	sent := time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC)
 	for i := range 60 {
-		key := fmt.Sprintf("o-%04d", i%20+1)
-		v, _ := json.Marshal(map[string]any{"order": key, "step": types[i/20], "n": i})
-		recs = append(recs, &kgo.Record{
-			Key: []byte(key), Value: v,
-			Headers: []kgo.RecordHeader{{Key: "event", Value: []byte(types[i/20])}},
-		})
+		recs = append(recs, orders.Order{
+			ID: orders.Key(i%20 + 1), Status: orders.Statuses[i/20], Customer: orders.Customers[i%len(orders.Customers)],
+			Amount: float64(1000+i) / 100, Seq: i + 1, SentAt: sent.Add(time.Duration(i) * time.Second).Format(time.RFC3339Nano),
+		}.Record())
 	}
 	kafkatest.Produce(t, cl, recs...)
 	// Trim partition 0 as retention would: a resume from its first offsets gets a retention resync.

@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/ssegate/ssegate/services/demo/orders"
 )
 
 //go:embed login.html
@@ -65,7 +67,7 @@ func serveLogin(ctx context.Context, lc loginConfig, log *slog.Logger) (func(), 
 		return nil
 	}
 	userOf := func(r *http.Request) string {
-		if c, err := r.Cookie(userCookie); err == nil && slices.Contains(customers, c.Value) {
+		if c, err := r.Cookie(userCookie); err == nil && slices.Contains(orders.Customers, c.Value) {
 			return c.Value
 		}
 		return ""
@@ -78,14 +80,14 @@ func serveLogin(ctx context.Context, lc loginConfig, log *slog.Logger) (func(), 
 			User, Topic, Stream string
 			Users               []string
 			Lifetime            string
-		}{userOf(r), lc.topic, strings.TrimRight(lc.gateway, "/") + "/streams/" + lc.topic, customers, lc.lifetime.String()}
+		}{userOf(r), lc.topic, strings.TrimRight(lc.gateway, "/") + "/streams/" + lc.topic, orders.Customers, lc.lifetime.String()}
 		if err := loginPage.Execute(w, page); err != nil {
 			log.Warn("login page", "err", err)
 		}
 	})
 	mux.HandleFunc("POST /login", func(w http.ResponseWriter, r *http.Request) {
 		user := r.FormValue("user")
-		if !slices.Contains(customers, user) {
+		if !slices.Contains(orders.Customers, user) {
 			http.Error(w, "no such demo user", http.StatusBadRequest)
 			return
 		}

@@ -27,19 +27,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/ssegate/ssegate/services/demo/orders"
 )
-
-type order struct {
-	ID       string  `json:"id"`
-	Status   string  `json:"status"`
-	Customer string  `json:"customer"`
-	Amount   float64 `json:"amount"`
-	Seq      int     `json:"seq"`
-	SentAt   string  `json:"sent_at"`
-}
-
-// customers are the demo's users: each order is one of theirs.
-var customers = []string{"ada", "grace", "linus", "barbara", "ken", "margaret"}
 
 func main() {
 	if err := run(); err != nil {
@@ -107,7 +97,6 @@ func run() error {
 	}
 	log.Info("producing demo orders", "topic", *topic, "user_topic", *userTopic, "rate", *rate)
 
-	statuses := []string{"order.created", "order.paid", "order.shipped", "order.cancelled"}
 	tick := time.NewTicker(time.Duration(float64(time.Second) / *rate))
 	defer tick.Stop()
 	for seq := 1; ; seq++ {
@@ -116,25 +105,22 @@ func run() error {
 			return nil
 		case <-tick.C:
 		}
-		id := fmt.Sprintf("o-%04d", rand.IntN(200)) //nolint:gosec // demo data
-		rec := &kgo.Record{Topic: *topic, Key: []byte(id)}
-		if seq%25 == 0 {
-			rec.Value = nil // a tombstone: the order is deleted
-		} else {
-			o := order{
+		id := orders.Key(rand.IntN(200)) //nolint:gosec // demo data
+		rec := &kgo.Record{Key: []byte(id)}
+		if seq%25 != 0 { // else a tombstone: the order is deleted
+			rec = orders.Order{
 				ID:       id,
-				Status:   statuses[rand.IntN(len(statuses))],   //nolint:gosec // demo data
-				Customer: customers[rand.IntN(len(customers))], //nolint:gosec // demo data
-				Amount:   float64(rand.IntN(20000)) / 100,      //nolint:gosec // demo data
+				Status:   orders.Statuses[rand.IntN(len(orders.Statuses))],   //nolint:gosec // demo data
+				Customer: orders.Customers[rand.IntN(len(orders.Customers))], //nolint:gosec // demo data
+				Amount:   float64(rand.IntN(20000)) / 100,                    //nolint:gosec // demo data
 				Seq:      seq,
 				SentAt:   time.Now().UTC().Format(time.RFC3339Nano),
-			}
-			rec.Value, _ = json.Marshal(o)
-			rec.Headers = []kgo.RecordHeader{{Key: "event", Value: []byte(o.Status)}}
+			}.Record()
 		}
+		rec.Topic = *topic
 		recs := []*kgo.Record{rec}
 		if *userTopic != "" && rec.Value != nil {
-			var o order
+			var o orders.Order
 			_ = json.Unmarshal(rec.Value, &o)
 			recs = append(recs, &kgo.Record{Topic: *userTopic, Key: []byte("user-" + o.Customer), Value: rec.Value, Headers: rec.Headers})
 		}
