@@ -143,7 +143,9 @@ func TestDashboardDropAndResume(t *testing.T) {
 	page.eval(t, `Array.from(document.querySelectorAll("#partitions tr"), (tr) => Array.from(tr.cells, (td) => td.textContent))`, &rows)
 	var fromTable []string
 	for _, r := range rows {
-		fromTable = append(fromTable, r[0]+"-"+r[1])
+		if r[0] != "?" {
+			fromTable = append(fromTable, r[0]+"-"+r[1])
+		}
 	}
 	if got := "v1:" + strings.Join(fromTable, "."); got != seen.LastEventID {
 		t.Errorf("the positions table says %s, the last id is %s", got, seen.LastEventID)
@@ -153,6 +155,32 @@ func TestDashboardDropAndResume(t *testing.T) {
 	if !strings.HasSuffix(latency, " ms") {
 		t.Errorf("latency shown: %q, want milliseconds from the values' sent_at", latency)
 	}
+	// The events column adds up to the events: each event counts once, for the partition its id moved (the
+	// first one, whose id names every partition, as unattributed), and the table shows the same counts.
+	var counts struct {
+		PerPartition map[string]int
+		Unattributed int
+	}
+	page.eval(t, "window.ssegate", &counts)
+	sum := counts.Unattributed
+	for _, n := range counts.PerPartition {
+		sum += n
+	}
+	if sum != len(seen.Events) || counts.Unattributed > 1 {
+		t.Errorf("per partition %v and %d unattributed for %d events: want them to add up, with only the first unattributed",
+			counts.PerPartition, counts.Unattributed, len(seen.Events))
+	}
+	tableSum := 0
+	for _, r := range rows {
+		var n int
+		_, _ = fmt.Sscan(r[2], &n)
+		tableSum += n
+	}
+	if tableSum != len(seen.Events) {
+		t.Errorf("the table's events column adds up to %d, want %d: %v", tableSum, len(seen.Events), rows)
+	}
+	// The plots have a sample a second.
+	page.do(t, map[string]any{"wait": `window.ssegate.plots.rate.length >= 2 && document.querySelector("#plot-rate polyline").getAttribute("points") !== ""`})
 	if shot := os.Getenv("DASHBOARD_SCREENSHOT"); shot != "" {
 		abs, _ := filepath.Abs(shot)
 		page.do(t, map[string]any{"screenshot": abs})
@@ -193,6 +221,15 @@ func TestDashboardFiltersAndStopped(t *testing.T) {
 	page.do(t, map[string]any{"fill": []string{"#f-time", "yesterday"}})
 	page.do(t, map[string]any{"click": "#open"})
 	page.do(t, map[string]any{"wait": `window.ssegate.state === "stopped" && document.getElementById("state-note").textContent.startsWith("400")`})
+	// The new stream starts afresh: nothing of the old one's counts, rows or events stays.
+	var after struct {
+		Count, Rows, Events, Positions int
+	}
+	page.eval(t, `({count: Number(document.getElementById("count").textContent), rows: document.querySelectorAll("#events tr").length,
+		events: window.ssegate.events.length, positions: document.querySelectorAll("#partitions tr").length})`, &after)
+	if after != (struct{ Count, Rows, Events, Positions int }{}) {
+		t.Errorf("after opening a new stream the page still shows the old one's: %+v", after)
+	}
 	var note string
 	page.eval(t, `document.getElementById("state-note").textContent`, &note)
 	if !strings.Contains(note, "from") {
