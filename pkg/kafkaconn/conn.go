@@ -55,6 +55,10 @@ type SASLConfig struct {
 	Mechanism string
 	// Username and Password are the credentials. Password is never logged.
 	Username, Password string
+	// AllowPlaintext lets PLAIN run without TLS, sending the password in clear: for a network where that is
+	// accepted (a local test broker's SASL_PLAINTEXT listener). False (the default) means Validate refuses
+	// PLAIN without TLS. SCRAM never sends the password, and is allowed without TLS either way.
+	AllowPlaintext bool
 }
 
 func (t TLSConfig) on() bool {
@@ -86,6 +90,10 @@ func (c Config) Validate() error {
 	}
 	if c.SASL.Username == "" {
 		return fmt.Errorf("sasl username: %w", ErrNoUsername)
+	}
+	if strings.EqualFold(c.SASL.Mechanism, MechanismPlain) && !c.TLS.on() && !c.SASL.AllowPlaintext {
+		return fmt.Errorf("sasl mechanism PLAIN without TLS would send the password in clear "+
+			"(turn on kafka-tls, or set kafka-sasl-allow-plaintext=true to accept that): %w", ErrPlainWithoutTLS)
 	}
 	return nil
 }

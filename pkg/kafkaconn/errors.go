@@ -9,4 +9,6 @@ var (
 	ErrMechanism  = errors.New("kafkaconn: unknown SASL mechanism")
 	ErrNoUsername = errors.New("kafkaconn: SASL needs a username")
 	ErrTLSPair    = errors.New("kafkaconn: TLS client certificate and key go together")
+	// ErrPlainWithoutTLS is SASL PLAIN over a plaintext connection without SASLConfig.AllowPlaintext.
+	ErrPlainWithoutTLS = errors.New("kafkaconn: SASL PLAIN without TLS")
 )

@@ -71,6 +71,7 @@ func Kafka(c *kafkaconn.Config, prefix string) []Setting {
 		s("kafka-tls-insecure-skip-verify", "do not verify broker certificates (tests only)", Bool(&c.TLS.InsecureSkipVerify)),
 		s("kafka-sasl-mechanism", "SASL mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (default: none)", String(&c.SASL.Mechanism)),
 		s("kafka-sasl-username", "SASL username", String(&c.SASL.Username)),
+		s("kafka-sasl-allow-plaintext", "allow SASL PLAIN without TLS, which sends the password in clear (default: refused)", Bool(&c.SASL.AllowPlaintext)),
 		{
 			Name: "kafka-sasl-password", Envs: []string{EnvName(prefix, "kafka-sasl-password")}, Group: "kafka-sasl-password",
 			Usage: "SASL password (prefer the -file form or the environment)", Value: String(&c.SASL.Password),

@@ -76,9 +76,15 @@ kafka-tls-server-name: {{ . | quote }}
 {{- end }}
 {{- end }}
 {{- with .Values.kafka.sasl.mechanism }}
+{{- if and (eq (upper .) "PLAIN") (not $.Values.kafka.tls.enabled) (not $.Values.kafka.sasl.allowPlaintext) }}
+{{- fail "kafka.sasl.mechanism PLAIN without kafka.tls.enabled sends the password in clear: enable TLS, or set kafka.sasl.allowPlaintext" }}
+{{- end }}
 kafka-sasl-mechanism: {{ . | quote }}
 kafka-sasl-username: {{ $.Values.kafka.sasl.username | quote }}
 kafka-sasl-password-file: /etc/ssegate/kafka-sasl/password
+{{- if $.Values.kafka.sasl.allowPlaintext }}
+kafka-sasl-allow-plaintext: true
+{{- end }}
 {{- end }}
 {{- end -}}
 

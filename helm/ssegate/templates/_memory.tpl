@@ -33,7 +33,8 @@ ssegate.ringMemory: bytes the gateway's rings may hold together: the budget, or 
 
 {{/*
 ssegate.memoryLimit: the gateway container's memory limit in bytes: the one in resources, else derived so
-that GOMEMLIMIT (goMemLimitPercent of it) covers the rings, the connections and the base, rounded up to a MiB.
+that GOMEMLIMIT (goMemLimitPercent of it) covers the rings, the replay block cache (replayCacheBytes, which
+also sets the gateway's replay-cache-bytes), the connections and the base, rounded up to a MiB.
 */}}
 {{- define "ssegate.memoryLimit" -}}
 {{- $g := .Values.gateway -}}
@@ -42,7 +43,7 @@ that GOMEMLIMIT (goMemLimitPercent of it) covers the rings, the connections and 
 {{- include "ssegate.bytes" $given -}}
 {{- else -}}
 {{- $m := $g.memory -}}
-{{- $need := add (include "ssegate.ringMemory" .) (mul $m.connections $m.connectionKiB 1024) (mul $m.baseMiB 1048576) -}}
+{{- $need := add (include "ssegate.ringMemory" .) (include "ssegate.bytes" $g.replayCacheBytes) (mul $m.connections $m.connectionKiB 1024) (mul $m.baseMiB 1048576) -}}
 {{- $limit := div (add (mul $need 100) (sub $m.goMemLimitPercent 1)) $m.goMemLimitPercent -}}
 {{- mul (div (add $limit 1048575) 1048576) 1048576 -}}
 {{- end -}}

@@ -70,6 +70,10 @@ type App struct {
 // maxHeaderBytes bounds a request's line and headers (a Last-Event-ID of many partitions is long).
 const maxHeaderBytes = 64 << 10
 
+// headerTimeout bounds how long a client may take to send a request's line and headers; a slower one is
+// answered 408 Request Timeout.
+const headerTimeout = 10 * time.Second
+
 // New builds the gateway from a validated configuration and binds its listeners, so that a busy port fails
 // here. It does not contact Kafka or Redis; Run does.
 func New(cfg Config, log *slog.Logger) (a *App, err error) {
@@ -101,7 +105,10 @@ func New(cfg Config, log *slog.Logger) (a *App, err error) {
 		f.Close()
 		return nil, err
 	}
-	resolver, err := checkpoint.NewResolver(cfg.PositionTopic, replayLog, isOutOfRange, 0)
+	// Without a position topic (id-format v1 and none given) the resolver answers every v2 id invalid-id
+	// without reading Kafka.
+	resolver, err := checkpoint.NewResolver(cfg.PositionTopic, replayLog, isOutOfRange, 0,
+		checkpoint.WithReaders(cfg.CheckpointReaders))
 	if err != nil {
 		replayLog.Close()
 		f.Close()
@@ -148,7 +155,7 @@ func New(cfg Config, log *slog.Logger) (a *App, err error) {
 		stats:        map[string]*stream.Stats{},
 		replayLog:    replayLog,
 		checkpoints:  cpw,
-		replays:      replay.NewPool(replay.Config{Readers: cfg.ReplayReaders, Tracer: tracer}, replayLog),
+		replays:      replay.NewPool(replay.Config{Readers: cfg.ReplayReaders, CacheBytes: cfg.ReplayCacheBytes, Tracer: tracer}, replayLog),
 		streamTopics: map[string]*stream.Topic{},
 	}
 	for _, name := range f.Topics() {
@@ -196,25 +203,26 @@ func New(cfg Config, log *slog.Logger) (a *App, err error) {
 	if err = a.telemetry.registerLimitMetrics(a.limits, a.quota); err != nil {
 		return nil, err
 	}
-	if a.ln, err = listen(cfg.Listen); err != nil {
+	if a.ln, err = listen(cfg.Listen, headerTimeout); err != nil {
 		return nil, err
 	}
-	if a.adminLn, err = listen(cfg.AdminListen); err != nil {
+	if a.adminLn, err = listen(cfg.AdminListen, headerTimeout); err != nil {
 		return nil, err
 	}
-	a.srv = &http.Server{
-		Handler:           a.routes(),
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    maxHeaderBytes,
-	}
-	a.adminSrv = &http.Server{
-		Handler:           a.adminRoutes(),
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    maxHeaderBytes,
-	}
+	a.srv = newServer(a.routes(), headerTimeout)
+	a.adminSrv = newServer(a.adminRoutes(), headerTimeout)
 	return a, nil
+}
+
+// newServer returns the http.Server of a port: a request's line and headers must arrive within headerTimeout
+// (the listener from listen answers one that is late with 408) and hold at most maxHeaderBytes.
+func newServer(h http.Handler, headerTimeout time.Duration) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: headerTimeout,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    maxHeaderBytes,
+	}
 }
 
 // isOutOfRange says a replay.Log error is a read below the partition's low watermark.
@@ -223,14 +231,15 @@ func isOutOfRange(err error) bool {
 	return errors.As(err, &oor)
 }
 
-// listen binds addr; its connections answer net/http's early errors in JSON.
-func listen(addr string) (net.Listener, error) {
+// listen binds addr; its connections answer net/http's early errors in JSON, and a request whose line and
+// headers are not in after headerTimeout (the server's ReadHeaderTimeout) with 408.
+func listen(addr string, headerTimeout time.Duration) (net.Listener, error) {
 	var lc net.ListenConfig
 	ln, err := lc.Listen(context.Background(), "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", addr, err)
 	}
-	return jsonErrorListener{Listener: ln, maxHeaderBytes: maxHeaderBytes}, nil
+	return jsonErrorListener{Listener: ln, maxHeaderBytes: maxHeaderBytes, headerTimeout: headerTimeout}, nil
 }
 
 // release closes what New opened, when New fails.

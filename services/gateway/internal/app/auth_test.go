@@ -112,6 +112,7 @@ func TestStreamRefusals(t *testing.T) {
 		{"good token in the header", orders, "", bearerHeader(good), 200, "", ""},
 		{"good token in the cookie", orders, "", http.Header{"Cookie": {"ssegate_token=" + good}}, 200, "", ""},
 		{"expired", orders, "", bearerHeader(token(t, testSecret, time.Now().Add(-time.Minute), scope, nil)), 401, "expired", `error="invalid_token"`},
+		{"exp not a representable time", orders, "", bearerHeader(token(t, testSecret, hour, scope, func(c jwt.MapClaims) { c["exp"] = 1e300 })), 401, "bad_claim", `error="invalid_token"`},
 		{"bad signature", orders, "", bearerHeader(token(t, []byte("another-secret-of-at-least-32-bytes-000"), hour, scope, nil)), 401, "bad_signature", `error="invalid_token"`},
 		{"wrong audience", orders, "", bearerHeader(token(t, testSecret, hour, scope, func(c jwt.MapClaims) { c["aud"] = "x" })), 401, "wrong_audience", `error="invalid_token"`},
 		{"alg none", orders, "", bearerHeader(none(t, scope)), 401, "algorithm", `error="invalid_token"`},

@@ -9,14 +9,15 @@ import (
 )
 
 // TestChartMemory: the gateway container's memory limit and GOMEMLIMIT follow from the ring settings, the
-// connections a pod is sized for and the base, as values.yaml and docs/kubernetes.md say; a limit given in
-// resources wins, and GOMEMLIMIT is then a share of it.
+// replay block cache, the connections a pod is sized for and the base, as values.yaml and docs/kubernetes.md
+// say; the replay cache's value is the gateway's replay-cache-bytes too; a limit given in resources wins, and
+// GOMEMLIMIT is then a share of it.
 func TestChartMemory(t *testing.T) {
 	const Ki, Mi, Gi = int64(1) << 10, int64(1) << 20, int64(1) << 30
-	// derived is the arithmetic of the chart: GOMEMLIMIT (percent of the limit) covers rings + connections x
-	// KiB + base; the limit is rounded up to a MiB.
-	derived := func(rings, conns, connKiB, baseMiB, pct int64) int64 {
-		need := rings + conns*connKiB*Ki + baseMiB*Mi
+	// derived is the arithmetic of the chart: GOMEMLIMIT (percent of the limit) covers rings + replay cache +
+	// connections x KiB + base; the limit is rounded up to a MiB.
+	derived := func(rings, replayCache, conns, connKiB, baseMiB, pct int64) int64 {
+		need := rings + replayCache + conns*connKiB*Ki + baseMiB*Mi
 		limit := (need*100 + pct - 1) / pct
 		return (limit + Mi - 1) / Mi * Mi
 	}
@@ -30,35 +31,41 @@ func TestChartMemory(t *testing.T) {
 		{
 			"defaults: one topic of 64MiB",
 			map[string]any{"topics": []any{"t"}},
-			derived(64*Mi, 10000, 4, 128, 90), "257Mi",
-			[]string{`ring-bytes: "64MiB"`},
+			derived(64*Mi, 32*Mi, 10000, 4, 128, 90), "293Mi",
+			[]string{`ring-bytes: "64MiB"`, `replay-cache-bytes: "32MiB"`},
+		},
+		{
+			"the replay cache's bytes: the setting and the limit",
+			map[string]any{"topics": []any{"t"}, "replayCacheBytes": "256MiB"},
+			derived(64*Mi, 256*Mi, 10000, 4, 128, 90), "542Mi",
+			[]string{`replay-cache-bytes: "256MiB"`},
 		},
 		{
 			"eight topics without a budget: 8 x ringBytes",
 			map[string]any{"topics": []any{"a", "b", "c", "d", "e", "f", "g", "h"}},
-			derived(8*64*Mi, 10000, 4, 128, 90), "", nil,
+			derived(8*64*Mi, 32*Mi, 10000, 4, 128, 90), "", nil,
 		},
 		{
 			"a topic's own ring size",
 			map[string]any{"topics": []any{"a", "b"}, "ringBytes": "16MiB", "topicRingBytes": map[string]any{"b": "1GiB"}},
-			derived(16*Mi+Gi, 10000, 4, 128, 90), "",
+			derived(16*Mi+Gi, 32*Mi, 10000, 4, 128, 90), "",
 			[]string{`ring-bytes: "16MiB"`, "topic-ring-bytes:", `b: "1GiB"`},
 		},
 		{
 			"a budget: eight topics cost the budget",
 			map[string]any{"topics": []any{"a", "b", "c", "d", "e", "f", "g", "h"}, "ringBudget": "512MiB"},
-			derived(512*Mi, 10000, 4, 128, 90), "",
+			derived(512*Mi, 32*Mi, 10000, 4, 128, 90), "",
 			[]string{`ring-budget: "512MiB"`, `ring-floor: "1MiB"`},
 		},
 		{
 			"a budget of one topic is the same",
 			map[string]any{"topics": []any{"a"}, "ringBudget": "512MiB"},
-			derived(512*Mi, 10000, 4, 128, 90), "", nil,
+			derived(512*Mi, 32*Mi, 10000, 4, 128, 90), "", nil,
 		},
 		{
 			"a budget with an override and a floor",
 			map[string]any{"topics": []any{"a", "b"}, "ringBudget": "1GiB", "ringFloor": "8MiB", "topicRingBytes": map[string]any{"a": "256MiB"}},
-			derived(Gi, 10000, 4, 128, 90), "",
+			derived(Gi, 32*Mi, 10000, 4, 128, 90), "",
 			[]string{`ring-budget: "1GiB"`, `ring-floor: "8MiB"`, `a: "256MiB"`},
 		},
 		{
@@ -67,7 +74,7 @@ func TestChartMemory(t *testing.T) {
 				"topics": []any{"a"}, "ringBudget": "2GiB",
 				"memory": map[string]any{"connections": 100000, "connectionKiB": 3, "baseMiB": 256, "goMemLimitPercent": 80},
 			},
-			derived(2*Gi, 100000, 3, 256, 80), "", nil,
+			derived(2*Gi, 32*Mi, 100000, 3, 256, 80), "", nil,
 		},
 		{
 			"a limit given in resources wins",
@@ -83,7 +90,7 @@ func TestChartMemory(t *testing.T) {
 				"topics":    []any{"a"},
 				"resources": map[string]any{"requests": map[string]any{"memory": "100Mi"}},
 			},
-			derived(64*Mi, 10000, 4, 128, 90), "100Mi", nil,
+			derived(64*Mi, 32*Mi, 10000, 4, 128, 90), "100Mi", nil,
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -154,6 +161,7 @@ func TestChartMemoryBadSize(t *testing.T) {
 	for _, g := range []map[string]any{
 		{"topics": []any{"a"}, "ringBudget": "lots"},
 		{"topics": []any{"a"}, "ringBytes": "1.5GiB"},
+		{"topics": []any{"a"}, "replayCacheBytes": "lots"},
 		{"topics": []any{"a"}, "resources": map[string]any{"limits": map[string]any{"memory": "1.5Gi"}}},
 	} {
 		_, err := renderChart(t, map[string]any{"kafka": map[string]any{"brokers": []any{"k:9092"}}, "gateway": g})

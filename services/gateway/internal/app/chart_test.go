@@ -317,19 +317,66 @@ func checkRestricted(t *testing.T, what string, pod corev1.PodSpec, c corev1.Con
 	}
 }
 
-// TestChartRequiredValues: a first install without brokers or topics fails with a message naming the value.
+// TestChartRequiredValues: a first install without brokers or topics, or with SASL PLAIN over plaintext not
+// allowed on purpose, fails with a message naming the value.
 func TestChartRequiredValues(t *testing.T) {
+	plain := map[string]any{"mechanism": "PLAIN", "username": "u", "passwordSecret": map[string]any{"name": "pw"}}
 	for _, tc := range []struct {
 		vals map[string]any
 		want string
 	}{
 		{map[string]any{"gateway": map[string]any{"topics": []any{"t"}}}, "kafka.brokers is required"},
 		{map[string]any{"kafka": map[string]any{"brokers": []any{"k:9092"}}}, "gateway.topics is required"},
+		{map[string]any{"kafka": map[string]any{"brokers": []any{"k:9092"}, "sasl": plain}, "gateway": map[string]any{"topics": []any{"t"}}}, "kafka.sasl.allowPlaintext"},
 	} {
 		_, err := renderChart(t, tc.vals)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("render %v: %v, want %q", tc.vals, err, tc.want)
 		}
+	}
+}
+
+// TestChartSASLPlaintext: SASL PLAIN renders without TLS only with kafka.sasl.allowPlaintext, which reaches both
+// services' configuration as kafka-sasl-allow-plaintext; with TLS, or with SCRAM, no allowance is needed.
+func TestChartSASLPlaintext(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		tls   bool
+		sasl  map[string]any
+		allow bool // kafka-sasl-allow-plaintext in the configuration
+	}{
+		{"PLAIN allowed without TLS", false, map[string]any{"mechanism": "PLAIN", "allowPlaintext": true}, true},
+		{"PLAIN with TLS", true, map[string]any{"mechanism": "PLAIN"}, false},
+		{"SCRAM without TLS", false, map[string]any{"mechanism": "SCRAM-SHA-256"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.sasl["username"], tc.sasl["passwordSecret"] = "u", map[string]any{"name": "pw"}
+			vals := map[string]any{
+				"kafka":   map[string]any{"brokers": []any{"k:9092"}, "tls": map[string]any{"enabled": tc.tls}, "sasl": tc.sasl},
+				"gateway": map[string]any{"topics": []any{"t"}},
+				"ingest": map[string]any{
+					"enabled": true, "sources": []any{map[string]any{"name": "wiki", "url": "https://stream.example.com/sse", "topic": "wiki"}},
+				},
+				"redis": map[string]any{"addr": "redis:6379"},
+			}
+			out, err := renderChart(t, vals)
+			if err != nil {
+				t.Fatal(err)
+			}
+			configs := 0
+			for name, body := range out {
+				if !strings.Contains(body, "kafka-sasl-mechanism:") {
+					continue
+				}
+				configs++
+				if got := strings.Contains(body, "kafka-sasl-allow-plaintext: true"); got != tc.allow {
+					t.Errorf("%s: kafka-sasl-allow-plaintext %v, want %v", name, got, tc.allow)
+				}
+			}
+			if configs < 2 {
+				t.Fatalf("%d configurations with SASL rendered, want the gateway's and the ingest's", configs)
+			}
+		})
 	}
 }
 

@@ -2,6 +2,8 @@ package app
 
 import (
 	"context"
+	"errors"
+	"log/slog"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -182,6 +184,11 @@ func TestCompactIDs(t *testing.T) {
 			t.Fatalf("resync = %+v", d)
 		}
 	})
+	t.Run("gateway without a position topic", func(t *testing.T) {
+		g := startGateway(t, []string{topic}, nil) // id-format v1 and no position-topic: reads no v2 id
+		g.waitReady(t)
+		invalid(t, g, evs[at(n/2)].ID, "invalid-id", "no position topic")
+	})
 	t.Run("checkpoint gone", func(t *testing.T) {
 		id := evs[at(n/4)].ID // never resolved by small: not in its cache
 		ends, err := kafkatest.Admin(t).ListEndOffsets(ctx, pt)
@@ -195,6 +202,46 @@ func TestCompactIDs(t *testing.T) {
 		}
 		invalid(t, small, id, "retention", "no longer stored")
 	})
+}
+
+// TestCompactIDsNeedPositionTopic: a gateway without a position topic (id-format v1, none given) answers a
+// well-formed v2 id invalid at once, without Kafka; one with a position topic, whatever its id-format, reads
+// the checkpoint (here from a Kafka that is not there). No Kafka is needed.
+func TestCompactIDsNeedPositionTopic(t *testing.T) {
+	id, _ := position.AppendCompact(nil, position.Ref{Offset: 7}, position.MustParse("v1:0-1"), position.MustParse("v1:0-2"), 64)
+	for _, tc := range []struct {
+		name, idFormat, positionTopic string
+		invalid                       bool
+	}{
+		{"v1 without position-topic", "v1", "", true},
+		{"v1 with position-topic", "v1", "positions", false},
+		{"v2", "v2", "positions", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := defaults()
+			cfg.Kafka.Brokers = []string{"127.0.0.1:1"} // nothing listens there
+			cfg.Topics, cfg.DemoTopic = []string{"t"}, "t"
+			cfg.Listen, cfg.AdminListen = "127.0.0.1:0", "127.0.0.1:0"
+			cfg.IDFormat, cfg.PositionTopic = tc.idFormat, tc.positionTopic
+			if err := cfg.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			a, err := New(cfg, slog.New(slog.DiscardHandler))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer a.release()
+			ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+			defer cancel()
+			_, err = a.streamTopics["t"].Resolve(ctx, string(id), [16]byte{})
+			if got := errors.Is(err, checkpoint.ErrInvalid); got != tc.invalid || err == nil {
+				t.Fatalf("Resolve = %v, want invalid %v", err, tc.invalid)
+			}
+			if tc.invalid && ctx.Err() != nil {
+				t.Fatal("an id this gateway cannot read waited for Kafka")
+			}
+		})
+	}
 }
 
 // TestCompactIDsWithoutPositionTopic: when checkpoints cannot be written, no frame names one: every id is

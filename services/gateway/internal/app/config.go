@@ -16,6 +16,7 @@ import (
 	"github.com/ssegate/ssegate/pkg/kafkaconn"
 	"github.com/ssegate/ssegate/pkg/settings"
 	"github.com/ssegate/ssegate/services/gateway/internal/feed"
+	"github.com/ssegate/ssegate/services/gateway/internal/replay"
 )
 
 // Config is the gateway's configuration. Every field can be set by a flag (--name), an environment variable
@@ -83,6 +84,9 @@ type Config struct {
 	// ReplayReaders bounds the Kafka readers that serve resumes from positions the ring no longer holds;
 	// connections wait for one (with heartbeats). Default 4.
 	ReplayReaders int
+	// ReplayCacheBytes bounds the memory of the blocks those readers read, kept for other connections resuming
+	// nearby, together with the blocks being read. Default 32 MiB; at least 1 MiB.
+	ReplayCacheBytes int64
 	// ValueFormat is how record values are written into frames, for topics without their own in
 	// TopicValueFormats: "auto" (safe text as it is, any other value base64 after a "base64:" prefix),
 	// "base64" (every value) or "text" (as it is, lossy for CR and bytes that are not UTF-8). Default auto.
@@ -99,11 +103,16 @@ type Config struct {
 	CORS CORSConfig
 	// IDFormat is the id format of the frames this gateway frames once for all its streams: "v1" (the whole
 	// position vector) or "v2" (a compact id: a checkpoint in PositionTopic plus the partitions that moved
-	// since). Every gateway reads both, whatever its own. Default v1.
+	// since). Every gateway with a PositionTopic reads both, whatever its own. Default v1.
 	IDFormat string
 	// PositionTopic is the topic of the checkpoints compact ids refer to: written by gateways with IDFormat
-	// v2, read by all. Every gateway of a deployment must have the same. Default ssegate.positions.
+	// v2, read by every gateway that has one, whatever its IDFormat. Every gateway of a deployment with v2
+	// ids must have the same. Default: ssegate.positions with IDFormat v2 (Load sets it); none with v1, and
+	// then this gateway reads no compact id: each is invalid at once, without a Kafka read.
 	PositionTopic string
+	// CheckpointReaders bounds the checkpoints of compact ids read from Kafka at once; a stream whose id
+	// needs a read beyond it waits for one to end (until it leaves). Default 4.
+	CheckpointReaders int
 	// CheckpointWriter names this gateway in the checkpoints it writes. Default: the host name.
 	CheckpointWriter string
 	// OTLPEndpoint is the OTLP/HTTP collector spans are exported to, as a base URL (http://collector:4318;
@@ -111,28 +120,32 @@ type Config struct {
 	OTLPEndpoint string
 }
 
+// defaultPositionTopic is the position topic of a gateway with id-format v2 that names none.
+const defaultPositionTopic = "ssegate.positions"
+
 // defaults returns the configuration before any flag, variable or file is applied.
 func defaults() Config {
 	return Config{
-		Listen:           ":8080",
-		AdminListen:      ":9090",
-		Limits:           limitDefaults(),
-		RingBytes:        64 << 20,
-		RingFloor:        1 << 20,
-		Heartbeat:        15 * time.Second,
-		Retry:            3 * time.Second,
-		WriteTimeout:     10 * time.Second,
-		Writers:          runtime.GOMAXPROCS(0),
-		Drain:            10 * time.Second,
-		MetadataInterval: 10 * time.Second,
-		Prefill:          10000,
-		KeyPartitioner:   "murmur2",
-		ReplayReaders:    4,
-		ValueFormat:      "auto",
-		IDFormat:         "v1",
-		PositionTopic:    "ssegate.positions",
-		LogLevel:         slog.LevelInfo,
-		Auth:             authDefaults(),
+		Listen:            ":8080",
+		AdminListen:       ":9090",
+		Limits:            limitDefaults(),
+		RingBytes:         64 << 20,
+		RingFloor:         1 << 20,
+		Heartbeat:         15 * time.Second,
+		Retry:             3 * time.Second,
+		WriteTimeout:      10 * time.Second,
+		Writers:           runtime.GOMAXPROCS(0),
+		Drain:             10 * time.Second,
+		MetadataInterval:  10 * time.Second,
+		Prefill:           10000,
+		KeyPartitioner:    "murmur2",
+		ReplayReaders:     4,
+		ReplayCacheBytes:  replay.DefaultCacheBytes,
+		ValueFormat:       "auto",
+		IDFormat:          "v1",
+		CheckpointReaders: 4,
+		LogLevel:          slog.LevelInfo,
+		Auth:              authDefaults(),
 	}
 }
 
@@ -158,11 +171,13 @@ func settingsOf(c *Config) []settings.Setting {
 		setting("prefill", "latest records per partition read into the ring at start; 0 means none", settings.Int64(&c.Prefill)),
 		setting("key-partitioner", "how producers place keys: murmur2 (Kafka's default) or any", settings.String(&c.KeyPartitioner)),
 		setting("replay-readers", "Kafka readers serving resumes the ring cannot serve, at most at once", settings.Int(&c.ReplayReaders)),
+		setting("replay-cache-bytes", "memory of the blocks replay readers read, kept for other streams resuming nearby, with the blocks being read (bytes, or with KiB/MiB/GiB)", settings.Bytes(&c.ReplayCacheBytes)),
 		setting("value-format", "how values are written into frames: auto (text as it is, other values base64), base64 or text (as it is, lossy)", settings.String(&c.ValueFormat)),
 		setting("topic-value-format", "per-topic value formats overriding value-format, comma-separated topic=format pairs (orders=base64,logs=text)", settings.Map(&c.TopicValueFormats)),
 		setting("demo-topic", "topic shown by the dashboard at / (default: the first topic)", settings.String(&c.DemoTopic)),
-		setting("id-format", "id format of frames framed once for all streams: v1 (the whole position) or v2 (a checkpoint in position-topic plus what moved since); every gateway reads both", settings.String(&c.IDFormat)),
-		setting("position-topic", "topic of the checkpoints v2 ids refer to, written with id-format v2 and read by every gateway; the same on every gateway of a deployment", settings.String(&c.PositionTopic)),
+		setting("id-format", "id format of frames framed once for all streams: v1 (the whole position) or v2 (a checkpoint in position-topic plus what moved since); every gateway with a position-topic reads both", settings.String(&c.IDFormat)),
+		setting("position-topic", "topic of the checkpoints v2 ids refer to, written with id-format v2 and read by every gateway that has one; the same on every gateway of a deployment (default: "+defaultPositionTopic+" with id-format v2, none with v1: v2 ids are then invalid)", settings.String(&c.PositionTopic)),
+		setting("checkpoint-readers", "Kafka reads of the checkpoints v2 ids refer to, at most at once; more wait their turn", settings.Int(&c.CheckpointReaders)),
 		setting("checkpoint-writer", "name of this gateway in the checkpoints it writes (default: the host name)", settings.String(&c.CheckpointWriter)),
 		setting("log-level", "lowest level logged: debug, info, warn, error", settings.Level(&c.LogLevel)),
 	}
@@ -193,6 +208,9 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	}
 	if c.DemoTopic == "" && len(c.Topics) > 0 {
 		c.DemoTopic = c.Topics[0]
+	}
+	if c.PositionTopic == "" && c.IDFormat == "v2" {
+		c.PositionTopic = defaultPositionTopic
 	}
 	if err := given.check(c); err != nil {
 		return c, err
@@ -247,9 +265,12 @@ func (c Config) Validate() error {
 		{"prefill", c.Prefill < 0, "zero or positive"},
 		{"key-partitioner", c.KeyPartitioner != "murmur2" && c.KeyPartitioner != "any", "murmur2 or any"},
 		{"replay-readers", c.ReplayReaders < 1 || c.ReplayReaders > 1000, "from 1 to 1000"},
+		{"replay-cache-bytes", c.ReplayCacheBytes < 1<<20, "at least 1MiB"},
 		{"demo-topic", !slices.Contains(c.Topics, c.DemoTopic), "one of the served topics"},
 		{"id-format", c.IDFormat != "v1" && c.IDFormat != "v2", "v1 or v2"},
-		{"position-topic", c.PositionTopic == "" || slices.Contains(c.Topics, c.PositionTopic), "a topic name that is not a served topic"},
+		{"position-topic", c.PositionTopic != "" && slices.Contains(c.Topics, c.PositionTopic), "a topic name that is not a served topic"},
+		{"position-topic", c.PositionTopic == "" && c.IDFormat == "v2", "set with id-format v2"},
+		{"checkpoint-readers", c.CheckpointReaders < 1 || c.CheckpointReaders > 1000, "from 1 to 1000"},
 	}
 	for _, ch := range checks {
 		if ch.bad {

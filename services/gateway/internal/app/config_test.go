@@ -86,9 +86,10 @@ func TestLoadDefaults(t *testing.T) {
 	want.Prefill = 10000
 	want.KeyPartitioner = "murmur2"
 	want.ReplayReaders = 4
+	want.ReplayCacheBytes = 32 << 20
 	want.ValueFormat = "auto"
 	want.IDFormat = "v1"
-	want.PositionTopic = "ssegate.positions"
+	want.CheckpointReaders = 4
 	want.DemoTopic = "orders"
 	want.LogLevel = slog.LevelInfo
 	want.Auth.KeyRefresh = time.Minute
@@ -148,6 +149,7 @@ func TestLoadSources(t *testing.T) {
 				"--kafka-tls-ca-file=/ca.pem", "--kafka-tls-cert-file=/c.pem", "--kafka-tls-key-file=/k.pem",
 				"--kafka-tls-server-name=kafka.local", "--kafka-tls-insecure-skip-verify=true",
 				"--kafka-sasl-mechanism=SCRAM-SHA-512", "--kafka-sasl-username=u", "--kafka-sasl-password=p",
+				"--kafka-sasl-allow-plaintext",
 			},
 			env: map[string]string{},
 			want: func(c *Config) {
@@ -172,6 +174,7 @@ func TestLoadSources(t *testing.T) {
 				c.Kafka.TLS.ServerName = "kafka.local"
 				c.Kafka.TLS.InsecureSkipVerify = true
 				c.Kafka.SASL.Mechanism, c.Kafka.SASL.Username, c.Kafka.SASL.Password = "SCRAM-SHA-512", "u", "p"
+				c.Kafka.SASL.AllowPlaintext = true
 			},
 		},
 		{
@@ -230,6 +233,19 @@ func TestLoadSources(t *testing.T) {
 				c.ValueFormat = "text"
 				c.TopicValueFormats = map[string]string{"orders": "base64"}
 			},
+		},
+		{
+			name: "SASL PLAIN without TLS, allowed in the file",
+			env:  withEnv(map[string]string{"SSEGATE_KAFKA_SASL_MECHANISM": "PLAIN", "SSEGATE_KAFKA_SASL_USERNAME": "u"}),
+			yaml: "kafka-sasl-allow-plaintext: true\n",
+			want: func(c *Config) {
+				c.Kafka.SASL.Mechanism, c.Kafka.SASL.Username, c.Kafka.SASL.AllowPlaintext = "PLAIN", "u", true
+			},
+		},
+		{
+			name: "SCRAM without TLS needs no allowance",
+			env:  withEnv(map[string]string{"SSEGATE_KAFKA_SASL_MECHANISM": "SCRAM-SHA-256", "SSEGATE_KAFKA_SASL_USERNAME": "u"}),
+			want: func(c *Config) { c.Kafka.SASL.Mechanism, c.Kafka.SASL.Username = "SCRAM-SHA-256", "u" },
 		},
 		{
 			name: "YAML map of topic value formats",
@@ -429,7 +445,7 @@ func TestLoadPasswordFile(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			path := writeConfigFile(t, "password", tc.content)
-			sasl := map[string]string{"SSEGATE_KAFKA_SASL_MECHANISM": "PLAIN", "SSEGATE_KAFKA_SASL_USERNAME": "u"}
+			sasl := map[string]string{"SSEGATE_KAFKA_SASL_MECHANISM": "PLAIN", "SSEGATE_KAFKA_SASL_USERNAME": "u", "SSEGATE_KAFKA_SASL_ALLOW_PLAINTEXT": "true"}
 			for _, src := range []struct {
 				name string
 				args []string
@@ -439,7 +455,7 @@ func TestLoadPasswordFile(t *testing.T) {
 				{name: "flag", args: []string{"--kafka-sasl-password-file=" + path}, env: withEnv(sasl)},
 				{name: "env", env: withEnv(map[string]string{
 					"SSEGATE_KAFKA_SASL_MECHANISM": "PLAIN", "SSEGATE_KAFKA_SASL_USERNAME": "u",
-					"SSEGATE_KAFKA_SASL_PASSWORD_FILE": path,
+					"SSEGATE_KAFKA_SASL_PASSWORD_FILE": path, "SSEGATE_KAFKA_SASL_ALLOW_PLAINTEXT": "true",
 				})},
 				{name: "file", env: withEnv(sasl), yaml: "kafka-sasl-password-file: " + path + "\n"},
 			} {
@@ -467,6 +483,8 @@ func TestLoadInvalid(t *testing.T) {
 		{name: "broker without port", env: withEnv(map[string]string{"KAFKA_BROKERS": "localhost"}), want: []string{"kafka", "localhost"}},
 		{name: "unknown SASL mechanism", env: withEnv(map[string]string{"SSEGATE_KAFKA_SASL_MECHANISM": "GSSAPI"}), want: []string{"kafka", "GSSAPI"}},
 		{name: "SASL without username", args: []string{"--kafka-sasl-mechanism=PLAIN"}, env: minimalEnv, want: []string{"kafka", "username"}},
+		{name: "SASL PLAIN without TLS", args: []string{"--kafka-sasl-mechanism=PLAIN", "--kafka-sasl-username=u"}, env: minimalEnv, want: []string{"kafka-sasl-allow-plaintext", "kafka-tls"}},
+		{name: "SASL PLAIN without TLS, allowance false", args: []string{"--kafka-sasl-mechanism=PLAIN", "--kafka-sasl-username=u"}, env: withEnv(map[string]string{"SSEGATE_KAFKA_SASL_ALLOW_PLAINTEXT": "false"}), want: []string{"kafka-sasl-allow-plaintext"}},
 		{name: "TLS cert without key", args: []string{"--kafka-tls-cert-file=/c.pem"}, env: minimalEnv, want: []string{"kafka"}},
 		{name: "no topics", env: map[string]string{"KAFKA_BROKERS": "k:9092"}, want: []string{"topics", "SSEGATE_TOPICS"}},
 		{name: "only commas for topics", env: withEnv(map[string]string{"SSEGATE_TOPICS": " , ,"}), want: []string{"topics"}},
@@ -479,7 +497,7 @@ func TestLoadInvalid(t *testing.T) {
 		{name: "admin-listen is listen", args: []string{"--admin-listen=:8080"}, env: minimalEnv, want: []string{"admin-listen", "its own"}},
 		{name: "id-format v3", args: []string{"--id-format=v3"}, env: minimalEnv, want: []string{"id-format", "SSEGATE_ID_FORMAT", "v1 or v2"}},
 		{name: "position-topic served", args: []string{"--position-topic=orders"}, env: minimalEnv, want: []string{"position-topic", "SSEGATE_POSITION_TOPIC"}},
-		{name: "position-topic empty", env: minimalEnv, yaml: "position-topic: \"\"\n", want: []string{"position-topic"}},
+		{name: "checkpoint-readers zero", args: []string{"--checkpoint-readers=0"}, env: minimalEnv, want: []string{"checkpoint-readers", "SSEGATE_CHECKPOINT_READERS", "from 1 to 1000"}},
 		{name: "max-streams negative", args: []string{"--max-streams=-1"}, env: minimalEnv, want: []string{"max-streams", "SSEGATE_MAX_STREAMS"}},
 		{name: "stream-rate negative", args: []string{"--stream-rate=-5"}, env: minimalEnv, want: []string{"stream-rate"}},
 		{name: "max-streams-per-ip negative", args: []string{"--max-streams-per-ip=-1"}, env: minimalEnv, want: []string{"max-streams-per-ip"}},
@@ -595,6 +613,8 @@ func TestValidateNamesSetting(t *testing.T) {
 		{"value-format empty", func(c *Config) { c.ValueFormat = "" }, "value-format"},
 		{"topic-value-format is fine", func(c *Config) { c.TopicValueFormats = map[string]string{"orders": "base64"} }, ""},
 		{"topic-value-format of an unserved topic", func(c *Config) { c.TopicValueFormats = map[string]string{"x": "text"} }, "topic-value-format"},
+		{"no position-topic with id-format v1 is fine", func(c *Config) { c.PositionTopic = "" }, ""},
+		{"no position-topic with id-format v2", func(c *Config) { c.IDFormat, c.PositionTopic = "v2", "" }, "position-topic"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -611,11 +631,38 @@ func TestValidateNamesSetting(t *testing.T) {
 	}
 }
 
+// TestLoadPositionTopic: a gateway has the default position topic only with id-format v2; with v1 it has
+// the one given, or none (and then reads no compact id).
+func TestLoadPositionTopic(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		yaml string
+		want string
+	}{
+		{name: "v1", want: ""},
+		{name: "v1, given", args: []string{"--position-topic=p"}, want: "p"},
+		{name: "v2", args: []string{"--id-format=v2"}, want: "ssegate.positions"},
+		{name: "v2, given", args: []string{"--id-format=v2", "--position-topic=p"}, want: "p"},
+		{name: "v2, given empty", args: []string{"--id-format=v2"}, yaml: "position-topic: \"\"\n", want: "ssegate.positions"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := loadConfig(t, tc.args, minimalEnv, tc.yaml)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.PositionTopic != tc.want {
+				t.Fatalf("position topic %q, want %q", c.PositionTopic, tc.want)
+			}
+		})
+	}
+}
+
 // TestLoadPasswordGroup: kafka-sasl-password and kafka-sasl-password-file set one field; the strongest
 // source of either wins for both.
 func TestLoadPasswordGroup(t *testing.T) {
 	path := writeConfigFile(t, "pw", "fromfile\n")
-	base := map[string]string{"SSEGATE_KAFKA_SASL_MECHANISM": "PLAIN", "SSEGATE_KAFKA_SASL_USERNAME": "u"}
+	base := map[string]string{"SSEGATE_KAFKA_SASL_MECHANISM": "PLAIN", "SSEGATE_KAFKA_SASL_USERNAME": "u", "SSEGATE_KAFKA_SASL_ALLOW_PLAINTEXT": "true"}
 	env := func(kv ...string) map[string]string {
 		m := map[string]string{}
 		for k, v := range base {

@@ -64,7 +64,8 @@ func newTelemetry(res *resource.Resource, f *feed.Feed, stats map[string]*stream
 	ringCapacity, err21 := m.Int64ObservableGauge("ssegate.ring.capacity.bytes", metric.WithDescription("Capacity of the topic's ring: ring-bytes, its topic-ring-bytes, or its share of ring-budget"))
 	ringPublished, err22 := m.Int64ObservableCounter("ssegate.ring.published.bytes", metric.WithDescription("Frame bytes published into the topic's ring; a ring-budget is shared by their rate"))
 	writes, err23 := m.Int64ObservableCounter("ssegate.writes", metric.WithDescription("Writes of frames to SSE clients (a system call each on the writer pool); frames written per write is how well writes batch"))
-	for _, err := range []error{err1, err2, err3, err4, err5, err6, err7, err8, err9, err10, err11, err12, err13, err14, err15, err16, err17, err18, err19, err20, err21, err22, err23} {
+	cacheBytes, err24 := m.Int64ObservableGauge("ssegate.replay.cache.bytes", metric.WithDescription("Memory held by the replay block cache and the blocks being read: what replay-cache-bytes bounds"))
+	for _, err := range []error{err1, err2, err3, err4, err5, err6, err7, err8, err9, err10, err11, err12, err13, err14, err15, err16, err17, err18, err19, err20, err21, err22, err23, err24} {
 		if err != nil {
 			return nil, fmt.Errorf("metric instrument: %w", err)
 		}
@@ -117,10 +118,11 @@ func newTelemetry(res *resource.Resource, f *feed.Feed, stats map[string]*stream
 		o.ObserveInt64(replayReads, replays.Stats.Reads.Load())
 		o.ObserveInt64(replayRecords, replays.Stats.Records.Load())
 		o.ObserveInt64(cacheHits, replays.Stats.CacheHits.Load())
+		o.ObserveInt64(cacheBytes, replays.Stats.CacheBytes.Load())
 		f.Lag(func(topic string, p int32, l int64) { o.ObserveInt64(lag, l, partitionAttrs(topic, p)) })
 		return nil
 	}, open, parked, frames, written, writes, closed, lag, ringBytes, ringFrames, ringMemory, ringCapacity, ringPublished, ringOldest, evicted,
-		resumes, resyncs, skipped, replayInUse, replayWaiting, replaySeconds, replayReads, replayRecords, cacheHits)
+		resumes, resyncs, skipped, replayInUse, replayWaiting, replaySeconds, replayReads, replayRecords, cacheHits, cacheBytes)
 	if err != nil {
 		return nil, fmt.Errorf("metric callback: %w", err)
 	}

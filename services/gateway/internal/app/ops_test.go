@@ -340,7 +340,8 @@ func TestSASL(t *testing.T) {
 			topic := kafkatest.NewTopic(t, 1, nil)
 			g := startGateway(t, []string{topic}, func(c *Config) {
 				c.Kafka.Brokers = saslBrokers
-				c.Kafka.SASL = kafkaconn.SASLConfig{Mechanism: tc.mech, Username: tc.user, Password: tc.pass}
+				// The test broker's SASL listener is SASL_PLAINTEXT: PLAIN must be allowed there, SCRAM need not be.
+				c.Kafka.SASL = kafkaconn.SASLConfig{Mechanism: tc.mech, Username: tc.user, Password: tc.pass, AllowPlaintext: tc.mech == kafkaconn.MechanismPlain}
 			})
 			if !tc.ok {
 				g.neverReady(t, 3*time.Second, "with a wrong password")

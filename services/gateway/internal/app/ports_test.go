@@ -133,6 +133,80 @@ func TestEarlyErrorsAreJSON(t *testing.T) {
 	}
 }
 
+// TestHeaderTimeout: a client that does not finish its request line and headers within the header timeout is
+// answered 408 in JSON (net/http alone answers 400, or nothing), on a new connection and on a kept-alive one;
+// a connection on which nothing came is closed without an answer. The server and listener are the ports' own,
+// with a short timeout.
+func TestHeaderTimeout(t *testing.T) {
+	const timeout = 200 * time.Millisecond
+	ln, err := listen("127.0.0.1:0", timeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := newServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") }), timeout)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close(); <-done })
+	const full = "GET / HTTP/1.1\r\nHost: x\r\n\r\n"
+	for _, tc := range []struct {
+		name    string
+		before  string // a whole request answered first on the same connection; "" for none
+		partial string
+		status  int // 0: the connection is closed without an answer
+	}{
+		{"request line cut", "", "GET / HT", 408},
+		{"request line, no headers", "", "GET / HTTP/1.1\r\n", 408},
+		{"headers not ended", "", "GET / HTTP/1.1\r\nHost: x\r\n", 408},
+		{"header line cut", "", "GET / HTTP/1.1\r\nHost: x\r\nX-A: b", 408},
+		{"kept-alive, second request cut", full, "GET / HTTP/1.1\r\nHost: x\r\n", 408},
+		{"nothing sent", "", "", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var c net.Conn
+			if tc.before != "" {
+				resp, body, conn := rawResponse(t, ln.Addr().String(), nil, tc.before)
+				if resp.StatusCode != 200 || body != "ok" {
+					t.Fatalf("first request: %d %q", resp.StatusCode, body)
+				}
+				c = conn
+			}
+			if tc.status == 0 {
+				got := rawRead(t, ln.Addr().String(), c, tc.partial)
+				if got != "" {
+					t.Fatalf("answered %q, want a close without an answer", got)
+				}
+				return
+			}
+			resp, body, _ := rawResponse(t, ln.Addr().String(), c, tc.partial)
+			checkJSONError(t, resp, body, tc.status, "request timeout: the request line and headers must arrive within 200ms")
+			if !resp.Close {
+				t.Error("the 408 keeps the connection open")
+			}
+		})
+	}
+}
+
+// rawRead sends raw bytes on a new connection (or on c when not nil) and reads until the server closes it.
+func rawRead(t *testing.T, addr string, c net.Conn, request string) string {
+	t.Helper()
+	if c == nil {
+		var err error
+		if c, err = net.DialTimeout("tcp", addr, 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+	}
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(c, request); err != nil {
+		t.Fatalf("write: %v", err)
+	}
+	b, err := io.ReadAll(c)
+	if err != nil {
+		t.Fatalf("read: %v", err)
+	}
+	return string(b)
+}
+
 func checkJSONError(t *testing.T, resp *http.Response, body string, status int, msg string) {
 	t.Helper()
 	var e struct{ Error string }

@@ -185,3 +185,7 @@ var (
 
 // errUnknownKID: the token's kid is in no key set.
 var errUnknownKID = errors.New("auth: unknown kid")
+
+// errBadDate: a date claim (exp, nbf, iat) is not a number, or no representable time; the client is told
+// ReasonBadClaim.
+var errBadDate = errors.New("auth: bad date claim")

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/url"
 	"slices"
@@ -143,6 +144,9 @@ func New(cfg Config) (*Verifier, error) {
 		jwt.WithLeeway(cfg.Leeway),
 		jwt.WithTimeFunc(cfg.Now),
 		jwt.WithStrictDecoding(),
+		// Numbers stay json.Number, so that checkDates sees an exp of 1e400 as written (a float64 decoding
+		// would refuse the whole payload as malformed) and an exp of 0 as 1970, not as no exp.
+		jwt.WithJSONNumber(),
 	}
 	if cfg.Issuer != "" {
 		opts = append(opts, jwt.WithIssuer(cfg.Issuer))
@@ -268,8 +272,8 @@ func (v *Verifier) awaitRefresh(ctx context.Context) {
 }
 
 // Verify checks a token: its size, its algorithm, its signature with a key of the right type (selected by kid
-// from a key set), exp (required), nbf, iss and aud, and the shape of the scope claim. A refused token is an
-// *Error. It never logs the token.
+// from a key set), exp (required), nbf, iss and aud, that exp, nbf and iat are representable times (see
+// checkDates), and the shape of the scope claim. A refused token is an *Error. It never logs the token.
 func (v *Verifier) Verify(ctx context.Context, token string) (*Claims, error) {
 	if len(token) > MaxTokenBytes {
 		return nil, refuse(ReasonTooLarge, nil)
@@ -278,6 +282,9 @@ func (v *Verifier) Verify(ctx context.Context, token string) (*Claims, error) {
 	tok, err := v.parser.ParseWithClaims(token, mc, v.keyfunc(ctx))
 	if err != nil {
 		return nil, v.classify(tok, mc, err)
+	}
+	if e := checkDates(mc); e != nil {
+		return nil, e
 	}
 	exp, err := mc.GetExpirationTime()
 	if err != nil || exp == nil {
@@ -368,6 +375,10 @@ func (v *Verifier) classify(tok *jwt.Token, mc jwt.MapClaims, err error) *Error 
 	case errors.Is(err, jwt.ErrTokenUnverifiable), errors.Is(err, jwt.ErrTokenSignatureInvalid):
 		return refuse(ReasonBadSignature, err)
 	}
+	if e := checkDates(mc); e != nil {
+		// Before the validator's verdict on exp and nbf, which was reached with a time the claim does not say.
+		return e
+	}
 	has := func(name string) bool { _, ok := mc[name]; return ok }
 	switch {
 	case errors.Is(err, jwt.ErrTokenRequiredClaimMissing) && !has("exp"):
@@ -385,6 +396,45 @@ func (v *Verifier) classify(tok *jwt.Token, mc jwt.MapClaims, err error) *Error 
 	default:
 		return refuse(ReasonBadClaim, err)
 	}
+}
+
+// Bounds of a date claim, in Unix seconds: the years 1 to 9999, the times RFC 3339 can write (Claims.Expires
+// is written in frames and logs). Beyond them golang-jwt's conversion of the float to an int64 is
+// implementation-defined: an exp of 1e300 becomes the most negative int64 on amd64 (a token told it has
+// expired), and the most positive one on arm64 (a time.Time that overflows).
+var (
+	minDate = time.Date(1, time.January, 1, 0, 0, 0, 0, time.UTC).Unix()
+	maxDate = time.Date(9999, time.December, 31, 23, 59, 59, 0, time.UTC).Unix()
+)
+
+// dateClaims are the registered claims that are NumericDates (RFC 7519 section 4.1), in the order checked.
+var dateClaims = []string{"exp", "nbf", "iat"}
+
+// checkDates refuses, as a bad claim, a token whose exp, nbf or iat is not a number, or is one that is no
+// representable time (out of range, or too large for a float64). golang-jwt checks the type of exp and nbf
+// only, and turns any number into a time without a range check; iat it does not look at. Called only once the
+// signature has verified.
+func checkDates(mc jwt.MapClaims) *Error {
+	for _, name := range dateClaims {
+		raw, ok := mc[name]
+		if !ok {
+			continue
+		}
+		var f float64
+		var err error
+		switch n := raw.(type) {
+		case json.Number:
+			f, err = n.Float64() // a range error for 1e400
+		case float64:
+			f = n
+		default:
+			return &Error{Reason: ReasonBadClaim, Detail: name, Err: fmt.Errorf("%w: %s is not a number", errBadDate, name)}
+		}
+		if err != nil || math.IsNaN(f) || f < float64(minDate) || f >= float64(maxDate+1) {
+			return &Error{Reason: ReasonBadClaim, Detail: name, Err: fmt.Errorf("%w: %s is no time between the years 1 and 9999", errBadDate, name)}
+		}
+	}
+	return nil
 }
 
 // Algorithms returns the names of every algorithm a Verifier can be configured for, sorted.

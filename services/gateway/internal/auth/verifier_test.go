@@ -5,6 +5,8 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"errors"
+	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -136,6 +138,97 @@ func TestVerifyAttacks(t *testing.T) {
 	if n := jkuHits.Load(); n != 0 {
 		t.Errorf("the jku/x5u URL was fetched %d times", n)
 	}
+}
+
+// TestVerifyDateClaims: an exp, nbf or iat that is no representable time (or no number) is a bad claim, 401
+// invalid_token, whatever time golang-jwt would have made of it; only a well-signed token learns it.
+func TestVerifyDateClaims(t *testing.T) {
+	k := keys(t)
+	change := func(m map[string]any) string {
+		c := baseClaims()
+		maps.Copy(c, m)
+		return sign(t, jwt.SigningMethodRS256, k.rsa, c, nil)
+	}
+	with := func(name string, value any) string { return change(map[string]any{name: value}) }
+	// raw signs a payload written by hand: encoding/json cannot write 1e400.
+	raw := func(name, value string) string {
+		payload := fmt.Sprintf(`{"iss":"https://issuer.example","aud":"ssegate","sub":"user-42","exp":%d,%q:%s}`, testNow.Add(time.Hour).Unix(), name, value)
+		if name == "exp" {
+			payload = fmt.Sprintf(`{"iss":"https://issuer.example","aud":"ssegate","sub":"user-42","exp":%s}`, value)
+		}
+		return signPayload(t, k, payload)
+	}
+	lastSecond := time.Date(9999, time.December, 31, 23, 59, 59, 0, time.UTC).Unix()
+	tests := []struct {
+		name  string
+		token string
+		want  Reason // -1: accepted
+	}{
+		{"exp 1e300", with("exp", 1e300), ReasonBadClaim},
+		{"exp -1e300", with("exp", -1e300), ReasonBadClaim},
+		{"exp 1e400, beyond a float64", raw("exp", "1e400"), ReasonBadClaim},
+		{"exp -1e400", raw("exp", "-1e400"), ReasonBadClaim},
+		{"exp beyond int64 seconds", with("exp", 9.3e18), ReasonBadClaim},
+		{"exp with a fraction beyond int64 seconds", raw("exp", "9223372036854775807.5"), ReasonBadClaim},
+		{"exp one second after the year 9999", with("exp", lastSecond+1), ReasonBadClaim},
+		{"exp before the year 1", with("exp", float64(minDate)-1), ReasonBadClaim},
+		{"exp null", with("exp", nil), ReasonBadClaim},
+		{"exp 1e300 and a wrong aud: the bad claim first", change(map[string]any{"exp": 1e300, "aud": "x"}), ReasonBadClaim},
+		{"exp 1e300 with a forged signature", forge(t, with("exp", 1e300)), ReasonBadSignature},
+		{"exp in the last second of the year 9999", with("exp", lastSecond), -1},
+		{"exp with a fraction", raw("exp", fmt.Sprintf("%d.999999999", testNow.Add(time.Hour).Unix())), -1},
+		{"exp 0 is 1970, not a missing exp", with("exp", 0), ReasonExpired},
+		{"exp negative within reason is expired", with("exp", -1), ReasonExpired},
+		{"nbf 1e300", with("nbf", 1e300), ReasonBadClaim},
+		{"nbf -1e300", with("nbf", -1e300), ReasonBadClaim},
+		{"nbf 1e400", raw("nbf", "1e400"), ReasonBadClaim},
+		{"nbf 0 is 1970", with("nbf", 0), -1},
+		{"iat 1e300", with("iat", 1e300), ReasonBadClaim},
+		{"iat -1e400", raw("iat", "-1e400"), ReasonBadClaim},
+		{"iat not a number", with("iat", "yesterday"), ReasonBadClaim},
+		{"iat in range", with("iat", testNow.Add(-time.Minute).Unix()), -1},
+	}
+	v := newVerifier(t, fileConfig(t))
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := v.Verify(t.Context(), tc.token)
+			if tc.want < 0 {
+				if err != nil {
+					t.Fatalf("refused: %v (%v)", err, errors.Unwrap(err))
+				}
+				if c.Expires.IsZero() {
+					t.Fatalf("claims %+v", c)
+				}
+				return
+			}
+			var e *Error
+			if !errors.As(err, &e) || e.Reason != tc.want {
+				t.Fatalf("got %v, want reason %v", err, tc.want)
+			}
+			if tc.want == ReasonBadClaim && (e.Status() != http.StatusUnauthorized || e.Code() != "invalid_token" ||
+				!strings.Contains(e.Challenge("ssegate"), `error_description="a claim of the token is malformed"`)) {
+				t.Fatalf("answered %d %q %q", e.Status(), e.Code(), e.Challenge("ssegate"))
+			}
+		})
+	}
+}
+
+// signPayload signs a JSON payload as it is, with RS256.
+func signPayload(t *testing.T, k *testKeys, payload string) string {
+	t.Helper()
+	signing := rawHeader(t, `{"alg":"RS256","typ":"JWT"}`) + "." + base64.RawURLEncoding.EncodeToString([]byte(payload))
+	sig, err := jwt.SigningMethodRS256.Sign(signing, k.rsa)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return signing + "." + base64.RawURLEncoding.EncodeToString(sig)
+}
+
+// forge returns tok with its signature changed.
+func forge(t *testing.T, tok string) string {
+	t.Helper()
+	parts := strings.Split(tok, ".")
+	return parts[0] + "." + parts[1] + "." + flip(parts[2], 10)
 }
 
 // TestVerifyConfusionWhenOnlyRSAIsConfigured: with RS256 alone configured, an HS256 token signed with the public

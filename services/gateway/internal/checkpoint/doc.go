@@ -10,6 +10,11 @@
 // # Concurrency
 //
 // A Writer and a Resolver are safe for concurrent use. A Writer's done callbacks run on the Kafka client's
-// producer goroutine, one at a time, and must not block. Resolver keeps resolved checkpoints in a bounded LRU
-// and reads a checkpoint that several callers want at once only once.
+// producer goroutine, one at a time, and must not block. A Resolver starts no goroutine: a read runs on the
+// goroutine of one of the callers that want it (its reader), under that caller's context, and the others
+// wait for its answer; when the reader's context ends first, one of them reads again. At most WithReaders
+// reads run at once; a reader beyond them waits for a slot with its context. Resolved checkpoints stay in a
+// bounded LRU, and refs whose read was ErrInvalid or ErrGone in another, for a short time (WithFailures), so
+// that a storm of one bad id costs one read. Without a position topic a Resolver reads nothing. Resolver.mu
+// guards the reads in flight; it is a leaf (the LRUs' own locks are taken under it, never the reverse).
 package checkpoint

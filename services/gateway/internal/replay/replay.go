@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
@@ -27,9 +26,12 @@ type Config struct {
 	Readers int
 	// BlockSize is how many offsets of a partition one cached block covers. Zero means 1024.
 	BlockSize int64
-	// CacheBlocks bounds the blocks of recently replayed records kept for other connections resuming
-	// nearby. Zero means 256.
-	CacheBlocks int
+	// CacheBytes bounds the memory of the blocks of recently replayed records kept for other connections
+	// resuming nearby, together with that of the blocks being read: their records, copied out of the fetches
+	// that read them, sized as they are held. The least recently used blocks go first; a block larger than
+	// CacheBytes is not kept. Blocks being read count as they grow but are never cut short, so the bound holds
+	// as long as Readers blocks fit in it. Zero means DefaultCacheBytes.
+	CacheBytes int64
 	// CacheTTL is how long a block stays cached; it bounds how long a deleted and recreated topic can be
 	// answered from blocks of its former self. Zero means one minute.
 	CacheTTL time.Duration
@@ -50,12 +52,19 @@ type Stats struct {
 	Records   atomic.Int64 // records delivered from replays, from Kafka or the block cache
 	Nanos     atomic.Int64 // total time spent reading from Kafka
 	CacheHits atomic.Int64 // blocks served from the cache or from another connection's read
+	// CacheBytes is the memory the cached blocks and the blocks being read hold now: at most
+	// Config.CacheBytes while the blocks being read fit in it.
+	CacheBytes atomic.Int64
 }
 
+// DefaultCacheBytes is the block cache's bound when Config.CacheBytes is zero: 32 MiB, about 26 blocks of
+// 1,024 records of 1 KiB.
+const DefaultCacheBytes = 32 << 20
+
 // Pool runs replay reads against one cluster, and shares what they read: records are fetched in blocks of
-// Config.BlockSize offsets, kept in an LRU cache, and a block that one connection is fetching is waited
-// for, not fetched again, by the others. A reconnect storm of clients at nearby positions therefore reads
-// each block from Kafka once.
+// Config.BlockSize offsets, kept in an LRU cache of at most Config.CacheBytes, and a block that one connection
+// is fetching is waited for, not fetched again, by the others. A reconnect storm of clients at nearby
+// positions therefore reads each block from Kafka once.
 type Pool struct {
 	cfg   Config
 	log   Log
@@ -63,30 +72,11 @@ type Pool struct {
 	// Stats are the pool's counters, read by metrics.
 	Stats Stats
 
-	// cache holds recently read blocks for CacheTTL. A plain LRU whose entries carry their time, rather than
-	// an expiring one, which keeps a goroutine of its own that nothing can stop.
-	cache   *lru.Cache[blockKey, cachedBlock]
+	// cache holds recently read blocks for CacheTTL, within CacheBytes. Its entries carry their time, rather
+	// than expiring on a goroutine of their own that nothing could stop.
+	cache   *blockCache
 	mu      sync.Mutex
 	flights map[blockKey]*flight
-}
-
-// cachedBlock is a block in the cache, with when it was read.
-type cachedBlock struct {
-	b  *block
-	at time.Time
-}
-
-// cached returns the block of key in the cache, if it is there and not older than CacheTTL.
-func (p *Pool) cached(key blockKey) (*block, bool) {
-	c, ok := p.cache.Get(key)
-	if !ok {
-		return nil, false
-	}
-	if time.Since(c.at) >= p.cfg.CacheTTL {
-		p.cache.Remove(key)
-		return nil, false
-	}
-	return c.b, true
 }
 
 // NewPool returns a pool that reads from log.
@@ -100,8 +90,8 @@ func NewPool(cfg Config, log Log) *Pool {
 	if cfg.BlockSize <= 0 {
 		cfg.BlockSize = 1024
 	}
-	if cfg.CacheBlocks <= 0 {
-		cfg.CacheBlocks = 256
+	if cfg.CacheBytes <= 0 {
+		cfg.CacheBytes = DefaultCacheBytes
 	}
 	if cfg.CacheTTL <= 0 {
 		cfg.CacheTTL = time.Minute
@@ -109,14 +99,9 @@ func NewPool(cfg Config, log Log) *Pool {
 	if cfg.Tracer == nil {
 		cfg.Tracer = noop.NewTracerProvider().Tracer("")
 	}
-	cache, err := lru.New[blockKey, cachedBlock](cfg.CacheBlocks)
-	if err != nil {
-		panic("replay: " + err.Error()) // only for a size below 1, set to the default above
-	}
-	return &Pool{
-		cfg: cfg, log: log, slots: make(chan struct{}, cfg.Readers),
-		cache: cache, flights: map[blockKey]*flight{},
-	}
+	p := &Pool{cfg: cfg, log: log, slots: make(chan struct{}, cfg.Readers), flights: map[blockKey]*flight{}}
+	p.cache = newBlockCache(cfg.CacheBytes, cfg.CacheTTL, &p.Stats.CacheBytes)
+	return p
 }
 
 // Acquire waits for a free reader, calling idle every interval while it waits (a connection writes its

@@ -141,7 +141,7 @@ func TestReadPastTransactionMarkers(t *testing.T) {
 		if took := time.Since(start); took >= time.Second {
 			t.Errorf("Read (%d, %d] took %v: it waited for silence", tc.after, tc.upto, took)
 		}
-		pool.cache.Purge()
+		pool.cache.purge()
 	}
 	// Offset 13 is past the log's end (12): the log never gets there.
 	err := pool.Read(ctx, topic, 0, []Range{{Partition: 0, After: 8, Upto: 13}}, 0, nil, func(*kgo.Record) error { return nil })

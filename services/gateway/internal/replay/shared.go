@@ -3,8 +3,10 @@ package replay
 import (
 	"context"
 	"errors"
+	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -17,17 +19,6 @@ type blockKey struct {
 	partition int32
 	index     int64 // the block covers offsets [index*BlockSize, (index+1)*BlockSize)
 }
-
-// block is what a read found of one block: every record with an offset in [from, to], in offset order
-// (offsets in that span without a record hold transaction markers or were compacted away). A block is never
-// changed once made.
-type block struct {
-	from, to int64
-	recs     []*kgo.Record
-}
-
-// covers says the block holds every offset in [from, to].
-func (b *block) covers(from, to int64) bool { return b.from <= from && b.to >= to }
 
 // blockAt returns the key of the block of partition holding offset from, and the last offset a range up to
 // upto needs of it.
@@ -70,13 +61,19 @@ func otherFailed(err error, x int64) bool {
 // start is read at the same time, so that the block the flight lands in the cache covers the whole block
 // (connections resuming a little earlier find it there too).
 //
-// start, to and done never change; b and err are written before done is closed. The rest is guarded by mu.
+// The records a flight publishes are copies (own) that its block keeps, so a flight holds no fetch's answer
+// either; their bytes count against the cache's bound from the moment they are read (bytes), and move into
+// the cache, as the block's, when the flight lands.
+//
+// start, to and done never change; b and err are written before done is closed. bytes is the flight's own.
+// The rest is guarded by mu.
 type flight struct {
 	start int64         // the first offset published
 	to    int64         // the published part ends once the log has passed to
 	done  chan struct{} // closed when the flight has landed
 	b     *block        // the block as cached, set when the flight landed without error
 	err   error         // why the published part failed
+	bytes atomic.Int64  // bytes of the copies read so far (both parts), counted in the cache's flying bytes
 
 	mu     sync.Mutex
 	recs   []*kgo.Record // published records, offsets start and up, in offset order
@@ -148,11 +145,16 @@ func (f *flight) published() *block {
 	return &block{from: f.start, to: f.hi - 1, recs: f.recs}
 }
 
-// land ends the flight: b (nil after an error) is what it read.
+// land ends the flight: b (nil after an error) is what it read. From then on the connections still reading
+// from the flight search the block's records: the same copies, in a slice without the room the published one
+// grew into.
 func (f *flight) land(key blockKey, b *block) {
 	f.b = b
 	f.mu.Lock()
 	f.landed = true
+	if b != nil {
+		f.recs = b.recs
+	}
 	spans := f.spans
 	f.spans = nil
 	f.mu.Unlock()
@@ -230,7 +232,9 @@ func (p *Pool) Read(ctx context.Context, topic string, epoch uint64, ranges []Ra
 		src       source
 		end       int64 // the last offset the cursor needs of src's block
 	}
-	var started []*flight // flights this read started: a read ends once they have landed in the cache
+	// The flights this read started, by their done channels: a read ends once they have landed in the cache.
+	// Not the flights: a read keeps only the block each cursor is reading, not every block it read.
+	var started []<-chan struct{}
 	// find points the cursor at the block holding its next offset.
 	find := func(c *cursor) error {
 		key, end := p.blockAt(topic, epoch, c.partition, c.next, c.upto)
@@ -239,7 +243,7 @@ func (p *Pool) Read(ctx context.Context, topic string, epoch uint64, ranges []Ra
 			return err
 		}
 		if s.mine {
-			started = append(started, s.f)
+			started = append(started, s.f.done)
 		}
 		c.src, c.end = s, end
 		return nil
@@ -319,9 +323,9 @@ func (p *Pool) Read(ctx context.Context, topic string, epoch uint64, ranges []Ra
 		}
 		heads[best] = h
 	}
-	for _, f := range started {
+	for _, done := range started {
 		select {
-		case <-f.done:
+		case <-done:
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -335,7 +339,7 @@ func (p *Pool) Read(ctx context.Context, topic string, epoch uint64, ranges []Ra
 func (p *Pool) source(ctx context.Context, key blockKey, from, to int64, interval time.Duration, idle func() error) (source, error) {
 	ctx, span := p.cfg.Tracer.Start(ctx, spanBlock)
 	for {
-		if b, ok := p.cached(key); ok && b.covers(from, to) {
+		if b, ok := p.cache.get(key); ok && b.covers(from, to) {
 			p.Stats.CacheHits.Add(1)
 			endBlockSpan(span, key, from, to, servedCache, b, nil)
 			return source{b: b}, nil
@@ -373,10 +377,14 @@ func (p *Pool) source(ctx context.Context, key blockKey, from, to int64, interva
 }
 
 // fly reads a flight's block from Kafka with a reader slot of the pool: the published part from the flight's
-// start, and, once its first records are out, the part of the block before it at the same time. It caches the block and lands the flight.
+// start, and, once its first records are out, the part of the block before it at the same time. It caches the
+// block and lands the flight.
 func (p *Pool) fly(ctx context.Context, key blockKey, f *flight) {
 	var b *block
 	defer func() {
+		// Cached before the flight leaves the map, so that a connection looking for the block always finds
+		// one of the two.
+		p.cache.land(key, b, f.bytes.Load())
 		p.mu.Lock()
 		delete(p.flights, key)
 		p.mu.Unlock()
@@ -393,6 +401,7 @@ func (p *Pool) fly(ctx context.Context, key blockKey, f *flight) {
 	defer func() { p.Stats.Nanos.Add(int64(time.Since(start))) }()
 	lo, end := key.index*p.cfg.BlockSize, (key.index+1)*p.cfg.BlockSize-1
 	var pre []*kgo.Record
+	var preSize int64
 	var preErr error
 	var wg sync.WaitGroup
 	prefix := false
@@ -402,31 +411,37 @@ func (p *Pool) fly(ctx context.Context, key blockKey, f *flight) {
 			// After the first records are out, not before: the fetches of a partition go through one
 			// connection, answered in turn.
 			prefix = true
-			wg.Go(func() { pre, _, preErr = p.readRange(ctx, key, lo, f.start-1, f.start-1, nil) })
+			wg.Go(func() { pre, _, preSize, preErr = p.readRange(ctx, key, f, lo, f.start-1, f.start-1, nil) })
 		}
 	}
-	recs, next, err := p.readRange(ctx, key, f.start, f.to, end, publish)
+	recs, next, size, err := p.readRange(ctx, key, f, f.start, f.to, end, publish)
 	f.end(err)
 	wg.Wait()
 	if err != nil {
 		return
 	}
-	b = &block{from: f.start, to: min(next-1, end), recs: recs}
+	b = &block{from: f.start, to: min(next-1, end), size: size}
 	if prefix && preErr == nil {
 		// The records before start go first; an error there (retention took the block's start, say) only
 		// leaves them out of the cached block.
-		pre = append(pre, recs...)
-		b.from, b.recs = lo, pre
+		b.from, b.size = lo, b.size+preSize
+	} else {
+		pre = nil
 	}
-	p.cache.Add(key, cachedBlock{b, time.Now()})
+	// A slice of its own, without the room the published one grew into.
+	b.recs = slices.Concat(pre, recs)
 }
 
 // readRange reads key's partition from offset from until the log has passed to, keeping records up to end,
-// and returns them with the offset the log has been read up to. publish, if not nil, gets each fetch's records
-// as they are decoded. The first fetch asks for little when the log can be asked (sizedLog), so that the first
-// records come after one short round trip.
-func (p *Pool) readRange(ctx context.Context, key blockKey, from, to, end int64, publish func([]*kgo.Record, int64)) ([]*kgo.Record, int64, error) {
+// and returns copies of them (own) with the offset the log has been read up to and the bytes the copies hold,
+// which it counts as f's as it reads them. publish, if not nil, gets each fetch's copies as they are made. The
+// first fetch asks for little when the log can be asked (sizedLog), so that the first records come after one
+// short round trip.
+func (p *Pool) readRange(ctx context.Context, key blockKey, f *flight, from, to, end int64,
+	publish func([]*kgo.Record, int64),
+) ([]*kgo.Record, int64, int64, error) {
 	var out []*kgo.Record
+	var size int64
 	off := from
 	moved := time.Now() // when the log last moved
 	sized, _ := p.log.(sizedLog)
@@ -442,14 +457,10 @@ func (p *Pool) readRange(ctx context.Context, key blockKey, from, to, end int64,
 			recs, next, err = p.log.Fetch(ctx, key.topic, key.partition, off)
 		}
 		if err != nil {
-			return nil, off, err
+			return nil, off, size, err
 		}
 		n := len(out)
-		for _, r := range recs {
-			if r.Offset >= off && r.Offset <= end {
-				out = append(out, r)
-			}
-		}
+		out = p.keep(out, f, recs, off, end, &size)
 		now := time.Now()
 		if next > off {
 			if publish != nil {
@@ -459,13 +470,31 @@ func (p *Pool) readRange(ctx context.Context, key blockKey, from, to, end int64,
 			continue
 		}
 		if now.Sub(moved) >= p.cfg.Idle {
-			return nil, off, &IdleError{Partition: key.partition, Upto: to, Wait: p.cfg.Idle}
+			return nil, off, size, &IdleError{Partition: key.partition, Upto: to, Wait: p.cfg.Idle}
 		}
 		if err := ctx.Err(); err != nil {
-			return nil, off, err
+			return nil, off, size, err
 		}
 	}
-	return out, off, nil
+	return out, off, size, nil
+}
+
+// keep appends to out copies of the records of a fetch (in offset order) with an offset in [from, end], adds
+// their bytes to *size and counts them as the flight's.
+func (p *Pool) keep(out []*kgo.Record, f *flight, recs []*kgo.Record, from, end int64, size *int64) []*kgo.Record {
+	i := sort.Search(len(recs), func(i int) bool { return recs[i].Offset >= from })
+	j := sort.Search(len(recs), func(i int) bool { return recs[i].Offset > end })
+	if i >= j {
+		return out
+	}
+	copies, n := own(recs[i:j])
+	f.bytes.Add(n)
+	p.cache.hold(n)
+	*size += n
+	for k := range copies {
+		out = append(out, &copies[k])
+	}
+	return out
 }
 
 // Prefetch starts reading the first block of each range that neither the cache nor a read under way covers,
@@ -480,7 +509,7 @@ func (p *Pool) Prefetch(ctx context.Context, topic string, epoch uint64, ranges 
 		}
 		from := r.After + 1
 		key, to := p.blockAt(topic, epoch, r.Partition, from, r.Upto)
-		if b, ok := p.cached(key); ok && b.covers(from, to) {
+		if b, ok := p.cache.get(key); ok && b.covers(from, to) {
 			continue
 		}
 		p.launch(ctx, key, from, to, nil)

@@ -1,0 +1,5 @@
+package replay
+
+// CachePeak returns the most memory the pool's cached blocks and blocks being read have held together, for
+// the tests of package replay_test.
+func CachePeak(p *Pool) int64 { return p.cache.peakBytes() }
