@@ -36,6 +36,16 @@ a last write may take, and a margin. A pod always finishes draining before it is
 {{- add .Values.gateway.endpointPropagationSeconds .Values.gateway.drainSeconds .Values.gateway.writeTimeoutSeconds 5 -}}
 {{- end -}}
 
+{{/*
+The startup probe's failureThreshold: probes.startupSeconds over probes.startupPeriodSeconds, rounded up. The
+probe asks /healthz, so the budget is the process's start alone (configuration, key files, ports); waiting for
+Kafka, a topic or the prefill is readiness's, which has no deadline.
+*/}}
+{{- define "ssegate.startupFailureThreshold" -}}
+{{- $p := .Values.gateway.probes -}}
+{{- max 1 (div (add $p.startupSeconds $p.startupPeriodSeconds -1) $p.startupPeriodSeconds) -}}
+{{- end -}}
+
 {{/* The restricted Pod Security Standard, for every container. */}}
 {{- define "ssegate.containerSecurity" -}}
 allowPrivilegeEscalation: false

@@ -34,7 +34,8 @@ ssegate.ringMemory: bytes the gateway's rings may hold together: the budget, or 
 {{/*
 ssegate.memoryLimit: the gateway container's memory limit in bytes: the one in resources, else derived so
 that GOMEMLIMIT (goMemLimitPercent of it) covers the rings, the replay block cache (replayCacheBytes, which
-also sets the gateway's replay-cache-bytes), the connections and the base, rounded up to a MiB.
+also sets the gateway's replay-cache-bytes), the unfinished writes to slow clients (pendingWriteBytes, the
+gateway's pending-write-bytes), the connections and the base, rounded up to a MiB.
 */}}
 {{- define "ssegate.memoryLimit" -}}
 {{- $g := .Values.gateway -}}
@@ -43,7 +44,7 @@ also sets the gateway's replay-cache-bytes), the connections and the base, round
 {{- include "ssegate.bytes" $given -}}
 {{- else -}}
 {{- $m := $g.memory -}}
-{{- $need := add (include "ssegate.ringMemory" .) (include "ssegate.bytes" $g.replayCacheBytes) (mul $m.connections $m.connectionKiB 1024) (mul $m.baseMiB 1048576) -}}
+{{- $need := add (include "ssegate.ringMemory" .) (include "ssegate.bytes" $g.replayCacheBytes) (include "ssegate.bytes" $g.pendingWriteBytes) (mul $m.connections $m.connectionKiB 1024) (mul $m.baseMiB 1048576) -}}
 {{- $limit := div (add (mul $need 100) (sub $m.goMemLimitPercent 1)) $m.goMemLimitPercent -}}
 {{- mul (div (add $limit 1048575) 1048576) 1048576 -}}
 {{- end -}}

@@ -147,6 +147,7 @@ func New(cfg Config, log *slog.Logger) (a *App, err error) {
 			WriteTimeout: cfg.WriteTimeout,
 			Drain:        cfg.Drain,
 			Writers:      cfg.Writers,
+			PendingBytes: cfg.PendingWriteBytes,
 			Linger:       cfg.WriteLinger,
 			Logger:       log,
 			Tracer:       tracer,
@@ -175,7 +176,7 @@ func New(cfg Config, log *slog.Logger) (a *App, err error) {
 			built.release()
 		}
 	}()
-	if a.telemetry, err = newTelemetry(res, f, a.stats, a.replays); err != nil {
+	if a.telemetry, err = newTelemetry(res, f, a.stats, a.replays, a.streams); err != nil {
 		return nil, err
 	}
 	if err = a.telemetry.registerFlow(f, obs); err != nil {

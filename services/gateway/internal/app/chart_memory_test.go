@@ -15,9 +15,9 @@ import (
 func TestChartMemory(t *testing.T) {
 	const Ki, Mi, Gi = int64(1) << 10, int64(1) << 20, int64(1) << 30
 	// derived is the arithmetic of the chart: GOMEMLIMIT (percent of the limit) covers rings + replay cache +
-	// connections x KiB + base; the limit is rounded up to a MiB.
-	derived := func(rings, replayCache, conns, connKiB, baseMiB, pct int64) int64 {
-		need := rings + replayCache + conns*connKiB*Ki + baseMiB*Mi
+	// unfinished writes + connections x KiB + base; the limit is rounded up to a MiB.
+	derived := func(rings, replayCache, pending, conns, connKiB, baseMiB, pct int64) int64 {
+		need := rings + replayCache + pending + conns*connKiB*Ki + baseMiB*Mi
 		limit := (need*100 + pct - 1) / pct
 		return (limit + Mi - 1) / Mi * Mi
 	}
@@ -31,41 +31,47 @@ func TestChartMemory(t *testing.T) {
 		{
 			"defaults: one topic of 64MiB",
 			map[string]any{"topics": []any{"t"}},
-			derived(64*Mi, 32*Mi, 10000, 4, 128, 90), "293Mi",
-			[]string{`ring-bytes: "64MiB"`, `replay-cache-bytes: "32MiB"`},
+			derived(64*Mi, 32*Mi, 32*Mi, 10000, 4, 128, 90), "328Mi",
+			[]string{`ring-bytes: "64MiB"`, `replay-cache-bytes: "32MiB"`, `pending-write-bytes: "32MiB"`},
 		},
 		{
 			"the replay cache's bytes: the setting and the limit",
 			map[string]any{"topics": []any{"t"}, "replayCacheBytes": "256MiB"},
-			derived(64*Mi, 256*Mi, 10000, 4, 128, 90), "542Mi",
+			derived(64*Mi, 256*Mi, 32*Mi, 10000, 4, 128, 90), "577Mi",
 			[]string{`replay-cache-bytes: "256MiB"`},
+		},
+		{
+			"the unfinished writes' bytes: the setting and the limit",
+			map[string]any{"topics": []any{"t"}, "pendingWriteBytes": "256MiB"},
+			derived(64*Mi, 32*Mi, 256*Mi, 10000, 4, 128, 90), "577Mi",
+			[]string{`pending-write-bytes: "256MiB"`},
 		},
 		{
 			"eight topics without a budget: 8 x ringBytes",
 			map[string]any{"topics": []any{"a", "b", "c", "d", "e", "f", "g", "h"}},
-			derived(8*64*Mi, 32*Mi, 10000, 4, 128, 90), "", nil,
+			derived(8*64*Mi, 32*Mi, 32*Mi, 10000, 4, 128, 90), "", nil,
 		},
 		{
 			"a topic's own ring size",
 			map[string]any{"topics": []any{"a", "b"}, "ringBytes": "16MiB", "topicRingBytes": map[string]any{"b": "1GiB"}},
-			derived(16*Mi+Gi, 32*Mi, 10000, 4, 128, 90), "",
+			derived(16*Mi+Gi, 32*Mi, 32*Mi, 10000, 4, 128, 90), "",
 			[]string{`ring-bytes: "16MiB"`, "topic-ring-bytes:", `b: "1GiB"`},
 		},
 		{
 			"a budget: eight topics cost the budget",
 			map[string]any{"topics": []any{"a", "b", "c", "d", "e", "f", "g", "h"}, "ringBudget": "512MiB"},
-			derived(512*Mi, 32*Mi, 10000, 4, 128, 90), "",
+			derived(512*Mi, 32*Mi, 32*Mi, 10000, 4, 128, 90), "",
 			[]string{`ring-budget: "512MiB"`, `ring-floor: "1MiB"`},
 		},
 		{
 			"a budget of one topic is the same",
 			map[string]any{"topics": []any{"a"}, "ringBudget": "512MiB"},
-			derived(512*Mi, 32*Mi, 10000, 4, 128, 90), "", nil,
+			derived(512*Mi, 32*Mi, 32*Mi, 10000, 4, 128, 90), "", nil,
 		},
 		{
 			"a budget with an override and a floor",
 			map[string]any{"topics": []any{"a", "b"}, "ringBudget": "1GiB", "ringFloor": "8MiB", "topicRingBytes": map[string]any{"a": "256MiB"}},
-			derived(Gi, 32*Mi, 10000, 4, 128, 90), "",
+			derived(Gi, 32*Mi, 32*Mi, 10000, 4, 128, 90), "",
 			[]string{`ring-budget: "1GiB"`, `ring-floor: "8MiB"`, `a: "256MiB"`},
 		},
 		{
@@ -74,7 +80,7 @@ func TestChartMemory(t *testing.T) {
 				"topics": []any{"a"}, "ringBudget": "2GiB",
 				"memory": map[string]any{"connections": 100000, "connectionKiB": 3, "baseMiB": 256, "goMemLimitPercent": 80},
 			},
-			derived(2*Gi, 32*Mi, 100000, 3, 256, 80), "", nil,
+			derived(2*Gi, 32*Mi, 32*Mi, 100000, 3, 256, 80), "", nil,
 		},
 		{
 			"a limit given in resources wins",
@@ -90,7 +96,7 @@ func TestChartMemory(t *testing.T) {
 				"topics":    []any{"a"},
 				"resources": map[string]any{"requests": map[string]any{"memory": "100Mi"}},
 			},
-			derived(64*Mi, 32*Mi, 10000, 4, 128, 90), "100Mi", nil,
+			derived(64*Mi, 32*Mi, 32*Mi, 10000, 4, 128, 90), "100Mi", nil,
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -169,4 +175,55 @@ func TestChartMemoryBadSize(t *testing.T) {
 			t.Errorf("%v: %v, want an error saying it is not a byte size", g, err)
 		}
 	}
+}
+
+// TestChartIngestGoMemLimit: ingest's GOMEMLIMIT is 90% of its memory limit, as the gateway's, not all of it
+// (the rest is headroom for what the Go heap does not count); without a limit there is none.
+func TestChartIngestGoMemLimit(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		resources map[string]any
+		want      string
+	}{
+		{"the default limit of 256Mi", nil, "241591910"},
+		{"a limit of 1Gi", map[string]any{"limits": map[string]any{"memory": "1Gi"}}, "966367641"},
+		{"no limit", map[string]any{"limits": map[string]any{"memory": nil}}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			vals := cloneValues(chartValueSets["everything"])
+			if tc.resources != nil {
+				vals["ingest"].(map[string]any)["resources"] = tc.resources //nolint:forcetypeassert // the value set has it
+			}
+			out, err := renderChart(t, vals)
+			if err != nil {
+				t.Fatal(err)
+			}
+			typed, _, _ := objects(t, out)
+			got := ""
+			for _, d := range find[*appsv1.Deployment](typed) {
+				for _, e := range d.Spec.Template.Spec.Containers[0].Env {
+					if d.Name == "sse-ssegate-ingest" && e.Name == "GOMEMLIMIT" {
+						got = e.Value
+					}
+				}
+			}
+			if got != tc.want {
+				t.Fatalf("ingest GOMEMLIMIT %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// cloneValues returns a deep copy of chart values (maps and lists of plain values).
+func cloneValues(v map[string]any) map[string]any {
+	out := map[string]any{}
+	for k, x := range v {
+		switch x := x.(type) {
+		case map[string]any:
+			out[k] = cloneValues(x)
+		default:
+			out[k] = x
+		}
+	}
+	return out
 }

@@ -61,6 +61,10 @@ type Config struct {
 	// Writers is the number of writer goroutines that serve idle HTTP/1.1 streams after their connections
 	// are taken over from net/http; 0 keeps a goroutine per stream. Default: the number of CPUs Go uses.
 	Writers int
+	// PendingWriteBytes bounds, pod-wide, the bytes of writes to clients not finished yet (clients that stop
+	// reading); a write past it ends its stream as write_failed, to resume elsewhere (stream.Config.PendingBytes).
+	// Default 32MiB; 0 means no bound.
+	PendingWriteBytes int64
 	// WriteLinger is how long the writers wait after new frames arrive before writing them, so that more
 	// frames go out per write: more throughput for more latency. Default 0 (write at once).
 	WriteLinger time.Duration
@@ -141,6 +145,7 @@ func defaults() Config {
 		KeyPartitioner:    "murmur2",
 		ReplayReaders:     4,
 		ReplayCacheBytes:  replay.DefaultCacheBytes,
+		PendingWriteBytes: 32 << 20,
 		ValueFormat:       "auto",
 		IDFormat:          "v1",
 		CheckpointReaders: 4,
@@ -164,6 +169,7 @@ func settingsOf(c *Config) []settings.Setting {
 		setting("retry", "reconnection delay sent to clients in the retry: line", settings.Duration(&c.Retry)),
 		setting("write-timeout", "time a client has to take each write before it is disconnected", settings.Duration(&c.WriteTimeout)),
 		setting("writers", "writer goroutines serving idle HTTP/1.1 streams; 0 keeps a goroutine per stream", settings.Int(&c.Writers)),
+		setting("pending-write-bytes", "bound on the bytes of unfinished writes to clients, pod-wide; a write past it ends its stream (write_failed); 0 means none (bytes, or with KiB/MiB/GiB)", settings.Bytes(&c.PendingWriteBytes)),
 		setting("write-linger", "wait after new frames before writing them, to batch writes; 0 writes at once", settings.Duration(&c.WriteLinger)),
 		setting("endpoint-propagation", "how long a stopping gateway stays up, unready, before it drains, while endpoints and proxies drop it; new streams get a short retry and end", settings.Duration(&c.Propagation)),
 		setting("drain", "window over which streams are closed at shutdown; 0 closes them at once", settings.Duration(&c.Drain)),
@@ -258,6 +264,7 @@ func (c Config) Validate() error {
 		{"retry", c.Retry < time.Millisecond, "at least 1ms"},
 		{"write-timeout", c.WriteTimeout < time.Millisecond, "at least 1ms"},
 		{"writers", c.Writers < 0 || c.Writers > 1024, "from 0 to 1024"},
+		{"pending-write-bytes", c.PendingWriteBytes != 0 && c.PendingWriteBytes < 1<<20, "0 or at least 1MiB"},
 		{"write-linger", c.WriteLinger < 0 || c.WriteLinger > time.Second, "from 0 to 1s"},
 		{"endpoint-propagation", c.Propagation < 0, "zero or positive"},
 		{"drain", c.Drain < 0, "zero or positive"},

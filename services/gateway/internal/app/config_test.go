@@ -81,6 +81,7 @@ func TestLoadDefaults(t *testing.T) {
 	want.Retry = 3 * time.Second
 	want.WriteTimeout = 10 * time.Second
 	want.Writers = runtime.GOMAXPROCS(0)
+	want.PendingWriteBytes = 32 << 20
 	want.Drain = 10 * time.Second
 	want.MetadataInterval = 10 * time.Second
 	want.Prefill = 10000

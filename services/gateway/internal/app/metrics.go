@@ -31,7 +31,7 @@ type telemetry struct {
 	refused metric.Int64ObservableCounter
 }
 
-func newTelemetry(res *resource.Resource, f *feed.Feed, stats map[string]*stream.Stats, replays *replay.Pool) (*telemetry, error) {
+func newTelemetry(res *resource.Resource, f *feed.Feed, stats map[string]*stream.Stats, replays *replay.Pool, streams *stream.Server) (*telemetry, error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	exp, err := otelprom.New(otelprom.WithRegisterer(reg), otelprom.WithoutScopeInfo())
@@ -65,7 +65,8 @@ func newTelemetry(res *resource.Resource, f *feed.Feed, stats map[string]*stream
 	ringPublished, err22 := m.Int64ObservableCounter("ssegate.ring.published.bytes", metric.WithDescription("Frame bytes published into the topic's ring; a ring-budget is shared by their rate"))
 	writes, err23 := m.Int64ObservableCounter("ssegate.writes", metric.WithDescription("Writes of frames to SSE clients (a system call each on the writer pool); frames written per write is how well writes batch"))
 	cacheBytes, err24 := m.Int64ObservableGauge("ssegate.replay.cache.bytes", metric.WithDescription("Memory held by the replay block cache and the blocks being read: what replay-cache-bytes bounds"))
-	for _, err := range []error{err1, err2, err3, err4, err5, err6, err7, err8, err9, err10, err11, err12, err13, err14, err15, err16, err17, err18, err19, err20, err21, err22, err23, err24} {
+	pending, err25 := m.Int64ObservableGauge("ssegate.pending.write.bytes", metric.WithDescription("Bytes of writes to clients not finished now (clients that read slowly or not at all): what pending-write-bytes bounds"))
+	for _, err := range []error{err1, err2, err3, err4, err5, err6, err7, err8, err9, err10, err11, err12, err13, err14, err15, err16, err17, err18, err19, err20, err21, err22, err23, err24, err25} {
 		if err != nil {
 			return nil, fmt.Errorf("metric instrument: %w", err)
 		}
@@ -119,10 +120,11 @@ func newTelemetry(res *resource.Resource, f *feed.Feed, stats map[string]*stream
 		o.ObserveInt64(replayRecords, replays.Stats.Records.Load())
 		o.ObserveInt64(cacheHits, replays.Stats.CacheHits.Load())
 		o.ObserveInt64(cacheBytes, replays.Stats.CacheBytes.Load())
+		o.ObserveInt64(pending, streams.PendingBytes())
 		f.Lag(func(topic string, p int32, l int64) { o.ObserveInt64(lag, l, partitionAttrs(topic, p)) })
 		return nil
 	}, open, parked, frames, written, writes, closed, lag, ringBytes, ringFrames, ringMemory, ringCapacity, ringPublished, ringOldest, evicted,
-		resumes, resyncs, skipped, replayInUse, replayWaiting, replaySeconds, replayReads, replayRecords, cacheHits, cacheBytes)
+		resumes, resyncs, skipped, replayInUse, replayWaiting, replaySeconds, replayReads, replayRecords, cacheHits, cacheBytes, pending)
 	if err != nil {
 		return nil, fmt.Errorf("metric callback: %w", err)
 	}

@@ -20,3 +20,6 @@ var errTokenExpired = errors.New("stream: token expired")
 // its own, so that a key filter covers the partitions its keys now go to and a position past a recreated
 // topic's end gets an ahead resync.
 var errRejoin = errors.New("stream: the topic's partitions changed")
+
+// errPending refuses a write that would take the bytes of writes not finished past Config.PendingBytes.
+var errPending = errors.New("stream: too many bytes of unfinished writes to slow clients")

@@ -303,10 +303,16 @@ func (w *writer) chunk(rg *ring.Ring, from, next uint64, out [][]byte, shared bo
 }
 
 // handOff gives c back a goroutine of its own to write rest (the socket is full), under the write timeout,
-// and carry on.
+// and carry on. The copy of rest counts against the server's PendingBytes until it is written; a connection
+// whose copy would pass that bound is ended instead, mid-chunk (its client sees a cut connection and resumes
+// from its last whole frame).
 func (w *writer) handOff(c *conn, rest []byte) {
-	c.pending = append([]byte(nil), rest...)
 	w.release(c)
+	if !c.s.hold(len(rest)) {
+		c.end(ReasonWriteFailed)
+		return
+	}
+	c.pending = append([]byte(nil), rest...)
 	go c.resume()
 }
 

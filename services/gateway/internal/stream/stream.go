@@ -32,8 +32,15 @@ type Config struct {
 	// Drain is the window over which open streams are closed when the server drains, each at a random moment
 	// in it, so that clients do not all reconnect at once. Zero means they all close at once.
 	Drain time.Duration
-	// MaxWriteBytes bounds the frame bytes written between two flushes. Zero means 256 KiB.
+	// MaxWriteBytes bounds the frame bytes written between two flushes. Zero means 64 KiB.
 	MaxWriteBytes int
+	// PendingBytes bounds, pod-wide, the bytes of writes to clients that have not finished: writes under way
+	// on streams' own goroutines (their frames stay referenced, even once the ring evicted them) and the
+	// rest of a writer's write that a full socket did not take (copied for the stream's goroutine to write).
+	// A write that would pass the bound is not made: its stream ends as write_failed and its client resumes
+	// from its last whole frame, so clients that stop reading cannot hold the pod's memory. Writes to
+	// clients that read finish at once and hold nothing for long. Zero means no bound.
+	PendingBytes int64
 	// Writers is the number of writer goroutines that serve idle HTTP/1.1 streams, whose connections are
 	// taken over from net/http (see pool.go). Zero means none: every stream keeps its handler goroutine.
 	Writers int
@@ -86,7 +93,23 @@ type Server struct {
 	leaving   atomic.Bool // see Leave
 	pool      *pool       // nil when Writers is zero
 	tracer    trace.Tracer
+	pending   atomic.Int64 // bytes of writes not finished (see Config.PendingBytes)
 }
+
+// PendingBytes returns the bytes of writes to clients not finished now (see Config.PendingBytes).
+func (s *Server) PendingBytes() int64 { return s.pending.Load() }
+
+// hold counts n more bytes of writes not finished, unless they would pass Config.PendingBytes; release gives
+// them back.
+func (s *Server) hold(n int) bool {
+	if s.pending.Add(int64(n)) > s.cfg.PendingBytes && s.cfg.PendingBytes > 0 {
+		s.pending.Add(-int64(n))
+		return false
+	}
+	return true
+}
+
+func (s *Server) release(n int) { s.pending.Add(-int64(n)) }
 
 // NewServer returns a Server with cfg's zero fields set to their defaults. With a writer pool, Close stops it.
 func NewServer(cfg Config) *Server {
@@ -97,7 +120,7 @@ func NewServer(cfg Config) *Server {
 		cfg.WriteTimeout = 10 * time.Second
 	}
 	if cfg.MaxWriteBytes == 0 {
-		cfg.MaxWriteBytes = 256 << 10
+		cfg.MaxWriteBytes = 64 << 10
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -309,6 +332,7 @@ func (c *conn) resume() {
 	if len(c.pending) > 0 {
 		n, err := c.raw.writeFramed(c.pending, c.s.cfg.WriteTimeout)
 		c.stats.Bytes.Add(int64(n))
+		c.s.release(len(c.pending))
 		c.pending = nil
 		if err != nil {
 			c.end(writeReason(err))
@@ -543,9 +567,18 @@ func (c *conn) failure(ctx context.Context, err error) CloseReason {
 	}
 }
 
-// write writes spans and flushes them under one write deadline. Its errors wrap errWrite.
+// write writes spans and flushes them under one write deadline, holding their bytes (see
+// Config.PendingBytes) while it does. Its errors wrap errWrite.
 func (c *conn) write(spans [][]byte) error {
+	size := 0
+	for _, b := range spans {
+		size += len(b)
+	}
+	if !c.s.hold(size) {
+		return fmt.Errorf("%w: %w", errWrite, errPending)
+	}
 	n, err := c.out.write(spans, c.s.cfg.WriteTimeout)
+	c.s.release(size)
 	c.stats.Bytes.Add(int64(n))
 	c.stats.Writes.Add(1)
 	if err != nil {
