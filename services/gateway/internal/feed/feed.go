@@ -91,6 +91,8 @@ type Feed struct {
 	wmMu    sync.Mutex
 	wmCache map[string]cachedWatermarks
 	wmFly   map[string]*wmFlight // the watermark look-ups under way, per topic
+	wmDone  bool                 // Run ended: no look-up starts any more
+	lookups sync.WaitGroup       // the look-ups' goroutines, joined by Run
 }
 
 // New makes a feed that connects with kafkaOpts (brokers, TLS, SASL). It does not touch the network.
@@ -173,8 +175,20 @@ func (f *Feed) Run(ctx context.Context) error {
 	}
 	f.fetchLoop(ctx)
 	wg.Wait()
+	f.stopLookups()
 	f.Close()
 	return nil
+}
+
+// stopLookups ends the watermark look-ups under way and waits for their goroutines; none starts after it.
+func (f *Feed) stopLookups() {
+	f.wmMu.Lock()
+	f.wmDone = true
+	for _, fl := range f.wmFly {
+		fl.cancel()
+	}
+	f.wmMu.Unlock()
+	f.lookups.Wait()
 }
 
 // Close closes the feed's Kafka client. Run does when it returns; a feed that never runs must be closed.

@@ -33,9 +33,17 @@ func (f *Feed) Watermarks(ctx context.Context, topic string, maxAge time.Duratio
 		// caller asking for a fresh answer, maxAge 0, never takes an older one).
 		fl := f.wmFly[topic]
 		if fl == nil {
-			fl = &wmFlight{began: time.Now(), done: make(chan struct{})}
+			if f.wmDone {
+				f.wmMu.Unlock()
+				return nil, ErrClosed
+			}
+			// Not the caller's context: no caller's leaving fails the others. Bounded in time, and ended
+			// when the feed stops (stopLookups).
+			lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			fl = &wmFlight{began: time.Now(), done: make(chan struct{}), cancel: cancel}
 			f.wmFly[topic] = fl
-			go f.lookUpWatermarks(context.WithoutCancel(ctx), topic, fl)
+			f.lookups.Add(1)
+			go f.lookUpWatermarks(lctx, topic, fl)
 		}
 		// A look-up too old for this caller is waited for, then the cache (or a new look-up) is tried again.
 		tooOld := fl.began.Before(asked) && asked.Sub(fl.began) >= maxAge
@@ -57,17 +65,18 @@ func (f *Feed) Watermarks(ctx context.Context, topic string, maxAge time.Duratio
 
 // wmFlight is a watermark look-up under way; wm and err are written before done is closed.
 type wmFlight struct {
-	began time.Time
-	done  chan struct{}
-	wm    map[int32]Watermarks
-	err   error
+	began  time.Time
+	done   chan struct{}
+	cancel context.CancelFunc // ends the look-up (the feed stops)
+	wm     map[int32]Watermarks
+	err    error
 }
 
 // lookUpWatermarks asks Kafka for topic's watermarks, caches them, trims the ring to the low ones, and lands
-// fl. It runs on its own goroutine, bounded in time, so that no caller's leaving fails the others.
+// fl. It runs on its own goroutine (joined by Run through f.lookups) under ctx, which is bounded in time.
 func (f *Feed) lookUpWatermarks(ctx context.Context, topic string, fl *wmFlight) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
+	defer f.lookups.Done()
+	defer fl.cancel()
 	fl.wm, fl.err = f.listWatermarks(ctx, topic)
 	f.wmMu.Lock()
 	if fl.err == nil {

@@ -73,3 +73,56 @@ func TestWatermarksSingleFlight(t *testing.T) {
 		t.Fatalf("offset look-ups for two callers wanting fresh answers one after the other: %d, want 4", n)
 	}
 }
+
+// hungOffsets is a cluster whose offset look-ups of topic "t" answer only when their context ends.
+type hungOffsets struct {
+	feed.Cluster
+	started chan struct{}
+}
+
+func (h *hungOffsets) ListOffsets(ctx context.Context, kind feed.OffsetKind, topics ...string) (map[string]map[int32]int64, error) {
+	if len(topics) == 1 && topics[0] == "t" && kind == feed.LogStart {
+		select {
+		case h.started <- struct{}{}:
+		default:
+		}
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return h.Cluster.ListOffsets(ctx, kind, topics...)
+}
+
+// TestRunJoinsWatermarkLookUps: a watermark look-up under way when the feed stops is ended and joined by Run
+// (before, it went on for up to its 10 s bound after Run returned, owned by nobody), and none starts after.
+func TestRunJoinsWatermarkLookUps(t *testing.T) {
+	kc := memlog.New()
+	kc.CreateTopic("t", 1)
+	cl := &hungOffsets{Cluster: kc.Client(), started: make(chan struct{}, 1)}
+	f, err := feed.NewWith(feed.Config{Topics: []string{"t"}, RingBytes: 1 << 20, MetadataInterval: time.Hour}, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	ran := make(chan struct{})
+	go func() { _ = f.Run(ctx); close(ran) }()
+	looked := make(chan error, 1)
+	go func() { _, err := f.Watermarks(context.Background(), "t", 0); looked <- err }()
+	<-cl.started
+	stop()
+	select {
+	case <-ran:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not return")
+	}
+	select { // the look-up ended with Run; its caller hears at once (before, after the look-up's 10 s bound)
+	case err := <-looked:
+		if err == nil {
+			t.Fatal("the look-up cut short by the stop answered no error")
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("a watermark look-up went on after Run returned")
+	}
+	if _, err := f.Watermarks(context.Background(), "t", 0); err == nil {
+		t.Fatal("a look-up after Run returned started")
+	}
+}
