@@ -77,6 +77,21 @@ type Pool struct {
 	cache   *blockCache
 	mu      sync.Mutex
 	flights map[blockKey]*flight
+	flying  sync.WaitGroup // the flights' goroutines (fly), joined by Wait
+}
+
+// Wait waits until every block read under way has ended, or ctx ends. A read ends with the context of the
+// stream that started it, so once the streams have ended (the server drained), Wait returns soon: call it
+// then, after which no stream starts a read.
+func (p *Pool) Wait(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() { p.flying.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // NewPool returns a pool that reads from log.

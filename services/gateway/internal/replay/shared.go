@@ -43,6 +43,7 @@ func (p *Pool) launch(ctx context.Context, key blockKey, from, to int64, span tr
 		ctx, span = p.cfg.Tracer.Start(ctx, spanBlock) // ended when the flight lands (join)
 	}
 	f.join(key, flightSpan{span, from, to, servedKafka})
+	p.flying.Add(1)
 	go p.fly(ctx, key, f)
 	return f, true
 }
@@ -380,6 +381,7 @@ func (p *Pool) source(ctx context.Context, key blockKey, from, to int64, interva
 // start, and, once its first records are out, the part of the block before it at the same time. It caches the
 // block and lands the flight.
 func (p *Pool) fly(ctx context.Context, key blockKey, f *flight) {
+	defer p.flying.Done()
 	var b *block
 	defer func() {
 		// Cached before the flight leaves the map, so that a connection looking for the block always finds
