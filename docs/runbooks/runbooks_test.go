@@ -27,8 +27,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/ssegate/ssegate/pkg/kafkatest"
-	"github.com/ssegate/ssegate/services/demo/orders"
 	"github.com/ssegate/ssegate/pkg/proctest"
+	"github.com/ssegate/ssegate/services/demo/orders"
 )
 
 const root = "../.."

@@ -130,8 +130,10 @@ func ownTopic(kc *memlog.Cluster) []*kgo.Record {
 	kc.CreateTopic("t", 1)
 	var recs []*kgo.Record
 	for i := range 250 {
-		r := &kgo.Record{Key: fmt.Appendf(nil, "k%d", i), Value: fmt.Appendf(nil, "value %d", i),
-			Headers: []kgo.RecordHeader{{Key: "event", Value: []byte("update")}, {Key: "ce_id", Value: fmt.Appendf(nil, "%d", i)}}}
+		r := &kgo.Record{
+			Key: fmt.Appendf(nil, "k%d", i), Value: fmt.Appendf(nil, "value %d", i),
+			Headers: []kgo.RecordHeader{{Key: "event", Value: []byte("update")}, {Key: "ce_id", Value: fmt.Appendf(nil, "%d", i)}},
+		}
 		switch i {
 		case 7:
 			r.Value = nil // a tombstone
