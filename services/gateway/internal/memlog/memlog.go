@@ -65,6 +65,9 @@ type entry struct {
 	rec    *kgo.Record // nil for a transaction marker
 	txn    *Txn        // the transaction the record belongs to; nil when produced outside one
 	marker bool
+	// milli is the entry's timestamp in Unix milliseconds, what Kafka keeps: the record's, or for a marker
+	// the time the transaction ended (Kafka stamps a marker when it writes it).
+	milli int64
 }
 
 // New returns an empty cluster.
@@ -135,7 +138,7 @@ func (c *Cluster) mustTopic(name string) *topic {
 
 // Produce appends a record outside any transaction to its partition (rec.Partition, or the partition Kafka's
 // default partitioner gives rec.Key when KeyPartition is set) and returns its offset. A zero Timestamp
-// becomes now; rec.Topic, Partition and Offset are set.
+// becomes now; the Timestamp is cut to the millisecond, as Kafka stores it; rec.Topic and Offset are set.
 func (c *Cluster) Produce(name string, rec *kgo.Record) int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -160,7 +163,8 @@ func (c *Cluster) append(name string, rec *kgo.Record, txn *Txn) int64 {
 	if rec.Timestamp.IsZero() {
 		rec.Timestamp = time.Now()
 	}
-	p.log = append(p.log, entry{rec: rec, txn: txn})
+	rec.Timestamp = time.UnixMilli(rec.Timestamp.UnixMilli())
+	p.log = append(p.log, entry{rec: rec, txn: txn, milli: rec.Timestamp.UnixMilli()})
 	c.change()
 	return rec.Offset
 }
@@ -197,8 +201,9 @@ func (x *Txn) end(commit bool) {
 	defer x.c.mu.Unlock()
 	x.ended, x.commit = true, commit
 	t := x.c.mustTopic(x.topic)
+	now := time.Now().UnixMilli()
 	for _, p := range slices.Sorted(maps.Keys(x.parts)) {
-		t.parts[p].log = append(t.parts[p].log, entry{marker: true})
+		t.parts[p].log = append(t.parts[p].log, entry{marker: true, milli: now})
 	}
 	x.c.change()
 }
@@ -252,11 +257,13 @@ func (c *Cluster) Fetches() int {
 }
 
 // lso is the partition's last stable offset: the first offset of an open transaction, else its high
-// watermark.
+// watermark. An open transaction whose first records were deleted holds it at the low watermark, even when
+// all of its records were and records follow them: Kafka keeps the first offset of every open transaction,
+// and answers the later of that and the log start.
 func (p *partition) lso() int64 {
-	for i := int(p.low); i < len(p.log); i++ {
-		if e := p.log[i]; e.txn != nil && !e.txn.ended {
-			return int64(i)
+	for i, e := range p.log {
+		if e.txn != nil && !e.txn.ended {
+			return max(int64(i), p.low)
 		}
 	}
 	return int64(len(p.log))
@@ -341,8 +348,11 @@ func (cl *Client) ListOffsets(_ context.Context, kind feed.OffsetKind, topics ..
 	return out, nil
 }
 
-// OffsetsAfter implements feed.Cluster. A partition with no record at or after t answers its high watermark,
-// as kadm does.
+// OffsetsAfter implements feed.Cluster, as Kafka lists offsets by time for kadm (read_uncommitted): the first
+// offset from the low watermark on whose timestamp is at or after t's millisecond, counting records of open
+// and aborted transactions, and transaction markers (stamped when their transaction ended, so a marker can
+// come before records stamped earlier). A partition with no such offset answers its high watermark, as kadm
+// does.
 func (cl *Client) OffsetsAfter(_ context.Context, name string, at time.Time) (map[int32]int64, error) {
 	c := cl.c
 	c.mu.Lock()
@@ -355,10 +365,11 @@ func (cl *Client) OffsetsAfter(_ context.Context, name string, at time.Time) (ma
 		return nil, fmt.Errorf("memlog: offsets after: unknown topic %s", name)
 	}
 	out := map[int32]int64{}
+	milli := at.UnixMilli()
 	for i, p := range t.parts {
 		out[int32(i)] = int64(len(p.log))
 		for j := p.low; j < int64(len(p.log)); j++ {
-			if e := p.log[j]; e.rec != nil && !e.rec.Timestamp.Before(at) {
+			if p.log[j].milli >= milli {
 				out[int32(i)] = j
 				break
 			}
@@ -392,8 +403,8 @@ func (cl *Client) assign(parts map[string]map[int32]int64, again bool) {
 }
 
 // Poll implements feed.Cluster: it waits until an assigned partition has something stable past its next
-// offset, and returns what it has. An offset below the low watermark reads from the low watermark, as a
-// consumer that resets to the start does.
+// offset, and returns what it has. An offset below the low watermark reads from the low watermark, as
+// franz-go does when a fetch is out of range (TestMemlogTellsTheTruth/retention).
 func (cl *Client) Poll(ctx context.Context) ([]feed.Fetched, error) {
 	c := cl.c
 	for {

@@ -2,12 +2,11 @@ package memlog_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"slices"
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/ssegate/ssegate/pkg/kafkatest"
@@ -57,59 +56,74 @@ func observe(t *testing.T, kc feed.Cluster, log replay.Log, topic string) view {
 		v.reads[from] = got
 	}
 	if v.low > 0 {
-		if _, _, err := log.Fetch(ctx, topic, 0, v.low-1); err == nil {
-			t.Errorf("a fetch below the low watermark did not fail")
+		var oor *replay.OutOfRangeError
+		if _, _, err := log.Fetch(ctx, topic, 0, v.low-1); !errors.As(err, &oor) {
+			t.Errorf("a fetch below the low watermark answered %v, not a *replay.OutOfRangeError", err)
 		}
 	}
 	return v
 }
 
-// TestMemlogTellsTheTruth builds the same partition in the in-memory log and in a real Kafka (plain records,
-// committed and aborted transactions, two producers committing one after the other, an open transaction,
-// DeleteRecords) and checks that a reader sees the same offsets and records in both at every step.
+// TestMemlogTellsTheTruth proves against a real Kafka each behavior of memlog the seam tests rely on: every
+// subtest builds the same topic in memlog and in Kafka and compares what a reader sees of both through the
+// seam's interfaces (feed.Cluster, replay.Log). Kafka is feed.NewKafkaCluster and replay.NewKafkaLog, as the
+// gateway builds them.
 func TestMemlogTellsTheTruth(t *testing.T) {
-	topic := kafkatest.NewTopic(t, 1, nil)
-	plain := kafkatest.Client(t, kgo.DefaultProduceTopic(topic))
+	kafkatest.Brokers(t) // skip at once without a Kafka
+	for _, c := range []struct {
+		name string
+		run  func(t *testing.T)
+	}{
+		{"log", truthLog},                    // list offsets and fetches at every offset, step by step
+		{"metadata", truthMetadata},          // truth_metadata_test.go
+		{"offsets-after", truthOffsetsAfter}, // truth_offsets_test.go
+		{"list-offsets", truthListOffsets},   // truth_offsets_test.go
+		{"poll", truthPoll},                  // truth_poll_test.go
+		{"retention", truthRetention},        // truth_retention_test.go
+		{"recreation", truthRecreation},      // truth_metadata_test.go
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			c.run(t)
+		})
+	}
+}
+
+// truthLog builds the same partition in the in-memory log and in a real Kafka (plain records, committed and
+// aborted transactions, two producers committing one after the other, an open transaction, DeleteRecords)
+// and checks that a reader sees the same offsets and records in both at every step (list offsets of the
+// three kinds, a replay.Log fetch from every offset, a fetch below the log start failing), and that a poll
+// from the start covers the same records, first and next offsets.
+func truthLog(t *testing.T) {
+	p := newPair(t, 1)
+	topic, mem, ctx := p.topic, p.mem, p.ctx
 	txa := kafkatest.Client(t, kgo.DefaultProduceTopic(topic), kgo.TransactionalID(topic+"-a"))
 	txb := kafkatest.Client(t, kgo.DefaultProduceTopic(topic), kgo.TransactionalID(topic+"-b"))
-	kafka, err := feed.NewKafkaCluster(kgo.SeedBrokers(kafkatest.Brokers(t)...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer kafka.Close()
 	klog, err := replay.NewKafkaLog(kgo.SeedBrokers(kafkatest.Brokers(t)...))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer klog.Close()
-	mem := memlog.New()
-	mem.CreateTopic(topic, 1)
-	mc := mem.Client()
-	ctx := kafkatest.Context(t)
 
 	open := map[*kgo.Client]*memlog.Txn{}
-	rec := func(v string) *kgo.Record { return &kgo.Record{Value: []byte(v)} }
+	val := func(v string) *kgo.Record { return &kgo.Record{Value: []byte(v)} }
 	steps := []struct {
 		name string
 		do   func(t *testing.T)
 	}{
-		{"plain records", func(t *testing.T) {
-			kafkatest.Produce(t, plain, rec("p0"), rec("p1"))
-			mem.Produce(topic, rec("p0"))
-			mem.Produce(topic, rec("p1"))
-		}},
+		{"plain records", func(t *testing.T) { p.produce(t, 0, time.Time{}, "p0", "p1") }},
 		{"a committed transaction", func(t *testing.T) {
-			txn(t, ctx, txa, true, "c0", "c1")
+			produceTxn(t, ctx, txa, true, "c0", "c1")
 			x := mem.Begin(topic)
-			x.Produce(rec("c0"))
-			x.Produce(rec("c1"))
+			x.Produce(val("c0"))
+			x.Produce(val("c1"))
 			x.Commit()
 		}},
 		{"an aborted transaction", func(t *testing.T) {
-			txn(t, ctx, txa, false, "a0", "a1")
+			produceTxn(t, ctx, txa, false, "a0", "a1")
 			x := mem.Begin(topic)
-			x.Produce(rec("a0"))
-			x.Produce(rec("a1"))
+			x.Produce(val("a0"))
+			x.Produce(val("a1"))
 			x.Abort()
 		}},
 		{"two open transactions", func(t *testing.T) {
@@ -117,11 +131,11 @@ func TestMemlogTellsTheTruth(t *testing.T) {
 				if err := cl.BeginTransaction(); err != nil {
 					t.Fatal(err)
 				}
-				if err := cl.ProduceSync(ctx, rec("o-"+fmt.Sprint(len(open)))).FirstErr(); err != nil {
+				if err := cl.ProduceSync(ctx, val("o-"+fmt.Sprint(len(open)))).FirstErr(); err != nil {
 					t.Fatal(err)
 				}
 				x := mem.Begin(topic)
-				x.Produce(rec("o-" + fmt.Sprint(len(open))))
+				x.Produce(val("o-" + fmt.Sprint(len(open))))
 				open[cl] = x
 			}
 		}},
@@ -133,61 +147,39 @@ func TestMemlogTellsTheTruth(t *testing.T) {
 				open[cl].Commit()
 			}
 		}},
-		{"records deleted", func(t *testing.T) {
-			var os kadm.Offsets
-			os.Add(kadm.Offset{Topic: topic, Partition: 0, At: 3})
-			if _, err := kafkatest.Admin(t).DeleteRecords(ctx, os); err != nil {
-				t.Fatal(err)
-			}
-			mem.DeleteRecords(topic, 0, 3)
-		}},
+		{"records deleted", func(t *testing.T) { p.deleteRecords(t, 0, 3) }},
 	}
 	for _, st := range steps {
 		st.do(t)
-		got := observe(t, mc, mem, topic)
-		// Kafka writes transaction markers and moves the last stable offset a moment after
-		// EndTransaction returns: compare once it has settled.
-		var want view
-		for deadline := time.Now().Add(10 * time.Second); ; {
-			want = observe(t, kafka, klog, topic)
-			if fmt.Sprint(got) == fmt.Sprint(want) {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("after %s:\nmemlog %+v\nkafka  %+v", st.name, got, want)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		t.Logf("after %s: %+v", st.name, want)
+		sameView(t, st.name, observe(t, p.mc, mem, topic), func() view { return observe(t, p.kc, klog, topic) })
 	}
 	// The feed's view: what a poll from the start covers, markers included.
-	polled := func(kc feed.Cluster) (recs []string, first, next int64) {
-		kc.Assign(map[string]map[int32]int64{topic: {0: feed.AtLogStart}})
-		first = -1
-		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && next < 11; {
-			pctx, cancel := context.WithTimeout(ctx, time.Second)
-			fs, _ := kc.Poll(pctx)
-			cancel()
-			for _, f := range fs {
-				for _, r := range f.Records {
-					recs = append(recs, string(r.Value))
-				}
-				if first < 0 {
-					first = f.First
-				}
-				next = max(next, f.Next)
-			}
-		}
-		return slices.Clip(recs), first, next
-	}
-	kr, kf, kn := polled(kafka)
-	mr, mf, mn := polled(mc)
-	if fmt.Sprint(kr, kf, kn) != fmt.Sprint(mr, mf, mn) {
-		t.Fatalf("polls from the start: memlog %v first %d next %d, kafka %v first %d next %d", mr, mf, mn, kr, kf, kn)
+	p.mc.Assign(map[string]map[int32]int64{topic: {0: feed.AtLogStart}})
+	p.kc.Assign(map[string]map[int32]int64{topic: {0: feed.AtLogStart}})
+	want := pollUntil(t, ctx, p.kc, 0, 11)
+	if got := pollUntil(t, ctx, p.mc, 0, 11); got.String() != want.String() {
+		t.Fatalf("polls from the start:\nmemlog %v\nkafka  %v", got, want)
 	}
 }
 
-func txn(t *testing.T, ctx context.Context, cl *kgo.Client, commit bool, values ...string) {
+// sameView checks that Kafka's view of the partition (kafka) is mem after step. Kafka writes transaction
+// markers and moves the last stable offset a moment after EndTransaction returns: it compares once Kafka's
+// view has settled, for up to 10s.
+func sameView(t *testing.T, step string, mem view, kafka func() view) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		want := kafka()
+		if fmt.Sprint(mem) == fmt.Sprint(want) {
+			t.Logf("after %s: %+v", step, want)
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %s:\nmemlog %+v\nkafka  %+v", step, mem, want)
+		}
+	}
+}
+
+func produceTxn(t *testing.T, ctx context.Context, cl *kgo.Client, commit bool, values ...string) {
 	t.Helper()
 	if err := cl.BeginTransaction(); err != nil {
 		t.Fatal(err)
