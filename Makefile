@@ -40,7 +40,7 @@ test-k8s:
 
 ## e2e-k8s: the chart on a real node (kubelet, containerd, runc, CNI bridge) with Kafka and the images; root
 e2e-k8s:
-	k8s/cluster/with-cluster.sh --node -- $(GO) test -tags kube $(KUBE_TEST_FLAGS) -run '^TestChartOnNode$$' ./k8s/cluster/
+	k8s/cluster/with-cluster.sh --node -- $(GO) test -tags kube $(KUBE_TEST_FLAGS) -run '^TestChart(SlowStart)?OnNode$$' ./k8s/cluster/
 
 ## image: an OCI image tarball of each service in .run/image (IMAGE_PLATFORMS=linux/amd64,linux/arm64 for multi-arch)
 image:

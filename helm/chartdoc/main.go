@@ -41,7 +41,10 @@ var minimums = map[string]int{
 	"gateway.prefill": 0, "gateway.service.port": 1, "ingest.replicas": 0, "ingest.port": 1,
 	"gateway.autoscaling.minReplicas": 1, "gateway.autoscaling.maxReplicas": 1,
 	"gateway.memory.connections": 0, "gateway.memory.connectionKiB": 0, "gateway.memory.baseMiB": 0,
-	"gateway.memory.goMemLimitPercent": 1,
+	"gateway.memory.goMemLimitPercent": 1, "gateway.probes.timeoutSeconds": 1,
+	"gateway.probes.startupSeconds": 1, "gateway.probes.startupPeriodSeconds": 1,
+	"gateway.probes.readinessPeriodSeconds": 1, "gateway.probes.readinessFailureThreshold": 2,
+	"gateway.probes.livenessPeriodSeconds": 1, "gateway.probes.livenessFailureThreshold": 1,
 }
 
 func main() {

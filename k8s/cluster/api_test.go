@@ -203,8 +203,14 @@ func checkInstalled(t *testing.T, c *cluster, ns, name string, replicas, drain i
 	if ctr.SecurityContext == nil || ctr.SecurityContext.ReadOnlyRootFilesystem == nil || !*ctr.SecurityContext.ReadOnlyRootFilesystem {
 		t.Error("the gateway's root file system is writable")
 	}
-	if ctr.ReadinessProbe == nil || ctr.ReadinessProbe.HTTPGet == nil || ctr.ReadinessProbe.HTTPGet.Path != "/readyz" {
-		t.Errorf("readiness probe %+v", ctr.ReadinessProbe)
+	if ctr.ReadinessProbe == nil || ctr.ReadinessProbe.HTTPGet == nil || ctr.ReadinessProbe.HTTPGet.Path != "/readyz" || ctr.ReadinessProbe.FailureThreshold < 2 {
+		t.Errorf("readiness probe %+v, want /readyz failing more than once", ctr.ReadinessProbe)
+	}
+	// A pod that is alive but unready (waiting for Kafka, a topic or its prefill) is never restarted.
+	for what, pr := range map[string]*corev1.Probe{"startup": ctr.StartupProbe, "liveness": ctr.LivenessProbe} {
+		if pr == nil || pr.HTTPGet == nil || pr.HTTPGet.Path != "/healthz" {
+			t.Errorf("%s probe %+v, want /healthz", what, pr)
+		}
 	}
 
 	svc, err := c.clients.CoreV1().Services(ns).Get(ctx, full+"-gateway", metav1.GetOptions{})

@@ -32,5 +32,7 @@
 // per-partition lows. A Topic's mutex guards its partition table and position vector; it is taken by the
 // fetch loop once per fetched topic and by the refresher, and is held while publishing into the ring (lock
 // order: Topic.mu before the ring's own lock). Ready, Topic, Lag and Watermarks may be called from any
-// goroutine.
+// goroutine. Ready, Lag and Progress take no lock: they read a view of each topic's partitions that the
+// refresher replaces (never changes) under Topic.mu, and the partitions' atomic counters, so a probe or a
+// scrape never waits for the fetch loop framing a poll. Readiness latches: once ready, the feed stays ready.
 package feed

@@ -84,6 +84,7 @@ type Feed struct {
 	names  []string
 
 	refreshed atomic.Bool // a metadata refresh has succeeded
+	ready     atomic.Bool // Ready has found every topic ready once: it stays so (see Ready)
 	first     bool        // no refresh has succeeded yet; owned by the refresher goroutine
 	balance   *balancer   // nil without a ring budget
 	closeOnce sync.Once   // Close
@@ -220,88 +221,38 @@ func (f *Feed) fetchLoop(ctx context.Context) {
 	}
 }
 
-// Ready reports whether the feed serves every topic: each exists, every partition is assigned, and each
-// partition has been read up to where reading started. When it is not ready, the reason says why.
-func (f *Feed) Ready() (bool, string) {
-	if !f.refreshed.Load() {
-		return false, "kafka metadata not loaded yet"
-	}
-	for _, name := range f.names {
-		t := f.topics[name]
-		t.mu.Lock()
-		exists, n := t.exists, len(t.parts)
-		behind := int32(-1)
-		pending := false
-		for p := range t.atEnd {
-			pending = pending || t.parts[p] == nil
-		}
-		for p, ps := range t.parts {
-			// Caught up: read up to the last stable offset listed when reading began (next counts
-			// transaction markers, so an aborted tail or a run of commit markers is passed too), or a fetch
-			// said the log holds nothing stable beyond next.
-			if ps.ready > 0 && ps.next.Load() < ps.ready && !ps.caught.Load() {
-				behind = p
-			}
-		}
-		t.mu.Unlock()
-		switch {
-		case !exists:
-			return false, "topic " + name + " does not exist in kafka"
-		case n == 0 || pending:
-			return false, "topic " + name + " has partitions not assigned yet"
-		case behind >= 0:
-			return false, fmt.Sprintf("topic %s partition %d not caught up", name, behind)
-		}
-	}
-	return true, ""
-}
-
 // Lag calls fn with each partition's consumer lag: offsets between the next one to read and the last stable
-// offset last seen by a fetch or a metadata refresh.
+// offset last seen by a fetch or a metadata refresh. Like Ready it takes no lock (see partsView), so a scrape
+// never waits for a poll being framed.
 func (f *Feed) Lag(fn func(topic string, partition int32, lag int64)) {
 	for _, name := range f.names {
-		t := f.topics[name]
-		t.mu.Lock()
-		type pl struct {
-			p   int32
-			lag int64
+		v := f.topics[name].view.Load()
+		if v == nil {
+			continue
 		}
-		lags := make([]pl, 0, len(t.parts))
-		for p, ps := range t.parts {
-			next, end := ps.next.Load(), ps.end.Load()
+		for _, p := range v.parts {
+			next, end := p.st.next.Load(), p.st.end.Load()
 			lag := int64(0)
 			if next < 0 {
 				lag = end // read from the start: everything up to end is still to come
 			} else if end > next {
 				lag = end - next
 			}
-			lags = append(lags, pl{p, lag})
-		}
-		t.mu.Unlock()
-		for _, x := range lags {
-			fn(name, x.p, x.lag)
+			fn(name, p.id, lag)
 		}
 	}
 }
 
 // Progress calls fn with each partition's count of records read into the ring since the gateway started, and
-// the offset of the last of them (-1 before the first).
+// the offset of the last of them (-1 before the first). It takes no lock either.
 func (f *Feed) Progress(fn func(topic string, partition int32, records, fed int64)) {
-	type pp struct {
-		p            int32
-		records, fed int64
-	}
-	var ps []pp
 	for _, name := range f.names {
-		t := f.topics[name]
-		ps = ps[:0]
-		t.mu.Lock()
-		for p, st := range t.parts {
-			ps = append(ps, pp{p, st.records.Load(), st.fed.Load() - 1})
+		v := f.topics[name].view.Load()
+		if v == nil {
+			continue
 		}
-		t.mu.Unlock()
-		for _, x := range ps {
-			fn(name, x.p, x.records, x.fed)
+		for _, p := range v.parts {
+			fn(name, p.id, p.st.records.Load(), p.st.fed.Load()-1)
 		}
 	}
 }

@@ -177,6 +177,7 @@ func (t *Topic) assign(parts []int32, lso, starts map[int32]int64, first bool, p
 		t.exists = true
 		close(t.appeared)
 	}
+	t.storeView()
 	return add, pending
 }
 
@@ -203,8 +204,13 @@ func (t *Topic) recreated(id [16]byte, parts []int32) map[int32]int64 {
 		}
 		again[p] = AtLogStart
 		ps.start, ps.ready, ps.seen, ps.lowSeen = -1, -1, false, 0
-		ps.next.Store(-1)
-		ps.caught.Store(false)
+	}
+	// The view first, without ready offsets, then the counters: Ready never finds them behind a ready offset
+	// of the old topic (but for one that loaded the old view just before).
+	t.storeView()
+	for p := range again {
+		t.parts[p].next.Store(-1)
+		t.parts[p].caught.Store(false)
 	}
 	t.pos = t.pos.Restrict(nil)
 	t.kid = id                   // checkpoints from now on are of the new topic (their epoch is the new one too)

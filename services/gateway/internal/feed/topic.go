@@ -27,6 +27,9 @@ type Topic struct {
 	epoch     atomic.Uint64 // bumped when the topic is deleted and created again
 	appeared  chan struct{} // closed once the topic exists
 	vf        ValueFormat   // how values are written into frames
+	// view is the partition table as Ready, Lag and Progress read it, without mu (see partsView); replaced
+	// under mu whenever the table changes.
+	view atomic.Pointer[partsView]
 
 	mu     sync.Mutex
 	kid    [16]byte       // the topic's id in Kafka when its partitions were assigned
