@@ -38,25 +38,40 @@ func nginxBinary(t *testing.T) string {
 }
 
 // nginx is a running nginx master process with its own prefix, configuration, pid file, logs and temporary
-// paths in a temporary directory, listening on loopback only. It proxies to an upstream of gateways with
-// the settings the chart's Ingress annotations give ingress-nginx (docs/kubernetes.md): no buffering either
-// way, hour-long read and send timeouts, HTTP/1.1 to the upstream with an empty Connection header, and
-// upstream keep-alive as ingress-nginx has it. The upstream's servers keep nginx's defaults (max_fails=1,
-// fail_timeout=10s, and a refused connection is tried on the next server).
+// paths in a temporary directory, listening on loopback only, in front of an upstream of gateways.
 type nginx struct {
 	bin, dir, addr string
 	cmd            *exec.Cmd
 	done           chan struct{}
 
 	mu         sync.Mutex // held while the configuration is written and loaded
+	setup      nginxSetup
 	generation int
 }
 
-// startNginx runs nginx in front of upstreams, and stops it when the test ends.
+// nginxSetup is how nginx proxies to the gateways. The zero value, with servers, proxies with the settings the
+// chart's Ingress annotations give ingress-nginx (docs/kubernetes.md): no buffering either way, hour-long read
+// and send timeouts, HTTP/1.1 to the upstream with an empty Connection header, and upstream keep-alive as
+// ingress-nginx has it. The upstream's servers keep nginx's defaults (max_fails=1, fail_timeout=10s, and a
+// refused connection is tried on the next server) unless serverParams says otherwise.
+type nginxSetup struct {
+	servers      []string // the upstream's server addresses
+	serverParams string   // parameters of every server line, such as "max_fails=0"; "" keeps the defaults
+	defaults     bool     // proxy_pass alone: nginx's defaults (HTTP/1.0 to the upstream, buffering unless the answer says no)
+}
+
+// startNginx runs nginx in front of upstreams, set up as the chart's Ingress annotations set up ingress-nginx,
+// and stops it when the test ends.
 func startNginx(t *testing.T, bin string, upstreams []string) *nginx {
 	t.Helper()
-	n := &nginx{bin: bin, dir: t.TempDir(), addr: proctest.FreeAddr(t), done: make(chan struct{})}
-	n.writeConfig(t, upstreams)
+	return startNginxWith(t, bin, nginxSetup{servers: upstreams})
+}
+
+// startNginxWith runs nginx set up as setup says, and stops it when the test ends.
+func startNginxWith(t *testing.T, bin string, setup nginxSetup) *nginx {
+	t.Helper()
+	n := &nginx{bin: bin, dir: t.TempDir(), addr: proctest.FreeAddr(t), done: make(chan struct{}), setup: setup}
+	n.writeConfig(t)
 	n.cmd = exec.CommandContext(context.Background(), bin, n.args()...)
 	n.cmd.Env = nginxEnv()
 	out, err := os.Create(filepath.Join(n.dir, "stderr.log"))
@@ -118,7 +133,10 @@ func nginxEnv() []string {
 // (nginx -s reload) and returns once new connections are served with it.
 func (n *nginx) setUpstreams(t *testing.T, upstreams []string) {
 	t.Helper()
-	n.writeConfig(t, upstreams)
+	n.mu.Lock()
+	n.setup.servers = upstreams
+	n.mu.Unlock()
+	n.writeConfig(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, n.bin, n.args("-s", "reload")...)
@@ -129,15 +147,30 @@ func (n *nginx) setUpstreams(t *testing.T, upstreams []string) {
 	n.waitGeneration(t)
 }
 
-// writeConfig writes nginx.conf with upstreams and a new generation number.
-func (n *nginx) writeConfig(t *testing.T, upstreams []string) {
+// writeConfig writes nginx.conf with the setup and a new generation number.
+func (n *nginx) writeConfig(t *testing.T) {
 	t.Helper()
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.generation++
 	var servers strings.Builder
-	for _, u := range upstreams {
-		fmt.Fprintf(&servers, "\t\tserver %s;\n", u)
+	for _, u := range n.setup.servers {
+		fmt.Fprintf(&servers, "\t\tserver %s", u)
+		if n.setup.serverParams != "" {
+			servers.WriteString(" " + n.setup.serverParams)
+		}
+		servers.WriteString(";\n")
+	}
+	proxy := `proxy_pass http://gateways;
+			proxy_http_version 1.1;
+			proxy_set_header Connection "";
+			proxy_buffering off;
+			proxy_request_buffering off;
+			proxy_read_timeout 3600s;
+			proxy_send_timeout 3600s;`
+	keepalive := "\t\tkeepalive 32;\n"
+	if n.setup.defaults {
+		proxy, keepalive = "proxy_pass http://gateways;", ""
 	}
 	user := ""
 	if os.Geteuid() == 0 {
@@ -163,25 +196,18 @@ http {
 	uwsgi_temp_path %[3]s/uwsgi;
 	scgi_temp_path %[3]s/scgi;
 	upstream gateways {
-%[4]s		keepalive 32;
-	}
+%[4]s%[6]s	}
 	server {
 		listen %[5]s;
 		location = /nginx-generation {
 			return 200 "%[1]d";
 		}
 		location / {
-			proxy_pass http://gateways;
-			proxy_http_version 1.1;
-			proxy_set_header Connection "";
-			proxy_buffering off;
-			proxy_request_buffering off;
-			proxy_read_timeout 3600s;
-			proxy_send_timeout 3600s;
+			%[7]s
 		}
 	}
 }
-`, n.generation, user, n.dir, servers.String(), n.addr)
+`, n.generation, user, n.dir, servers.String(), n.addr, keepalive, proxy)
 	writeFile(t, filepath.Join(n.dir, "nginx.conf"), conf)
 }
 
@@ -227,6 +253,22 @@ func (n *nginx) accessLog() []string {
 
 // refused returns how many times an upstream refused nginx a connection, from its error log.
 func (n *nginx) refused() int {
+	return n.errorLines("(111: Connection refused)")
+}
+
+// errorLines returns how many lines of nginx's error log hold all of the parts: "(104: Connection reset by peer)"
+// and "upstream" for connections an upstream reset, "no live upstreams" for requests nginx had no server for.
+func (n *nginx) errorLines(parts ...string) int {
 	b, _ := os.ReadFile(filepath.Join(n.dir, "error.log"))
-	return strings.Count(string(b), "(111: Connection refused)")
+	count := 0
+lines:
+	for _, line := range strings.Split(string(b), "\n") {
+		for _, p := range parts {
+			if !strings.Contains(line, p) {
+				continue lines
+			}
+		}
+		count++
+	}
+	return count
 }

@@ -67,53 +67,9 @@ func TestRollingRestartBehindNginx(t *testing.T) {
 		waitReady(t, g.name, "http://"+g.admin+"/readyz")
 	}
 	px := startNginx(t, nginxBin, []string{gws[0].addr, gws[1].addr})
-
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	t.Cleanup(func() { cancel(); wg.Wait() })
-
 	// The clients open before anything is produced and read from the topic's start.
-	transport := &http.Transport{MaxIdleConnsPerHost: 64}
-	t.Cleanup(transport.CloseIdleConnections)
-	clients := make([]*eventSource, 20)
-	for i := range clients {
-		clients[i] = &eventSource{url: "http://" + px.addr + "/streams/" + topic + "?from=earliest", client: &http.Client{Transport: transport}}
-		wg.Go(func() { clients[i].run(ctx) })
-	}
-	kafkatest.WaitFor(t, 20*time.Second, "every client to have connected", func() bool {
-		for _, c := range clients {
-			if c.opened() == 0 {
-				return false
-			}
-		}
-		return true
-	})
-
-	// The producer writes a record every 10ms until the rollouts are over.
-	cl := kafkatest.Client(t, kgo.DefaultProduceTopic(topic))
-	stopProducing := make(chan struct{})
-	var produced sync.WaitGroup
-	produced.Go(func() {
-		tick := time.NewTicker(10 * time.Millisecond)
-		defer tick.Stop()
-		for seq := 0; ; seq++ {
-			select {
-			case <-stopProducing:
-				return
-			case <-tick.C:
-			}
-			r := &kgo.Record{Key: fmt.Appendf(nil, "k%d", seq%11), Value: fmt.Appendf(nil, "record-%06d", seq)}
-			if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
-				if ctx.Err() == nil {
-					t.Errorf("produce: %v", err)
-				}
-				return
-			}
-		}
-	})
-	// The producer stops before the test ends, also when it ends early.
-	stopProducer := sync.OnceFunc(func() { close(stopProducing); produced.Wait() })
-	t.Cleanup(stopProducer)
+	clients := startClients(t, "http://"+px.addr+"/streams/"+topic+"?from=earliest", 20)
+	stopProducer := startProducer(t, topic)
 
 	begin := time.Now()
 	t.Logf("%5.1fs into the test: the gateways, nginx and the clients are up", begin.Sub(testStart).Seconds())
@@ -148,42 +104,125 @@ func TestRollingRestartBehindNginx(t *testing.T) {
 	}
 	ep.settle()
 	stopProducer()
+	clients.finish(t, topic, begin)
+	clients.report(t, px)
+}
 
+// startProducer writes a record every 10ms into topic until the returned stop is called, which it also is when
+// the test ends, and returns once the producer has stopped.
+func startProducer(t *testing.T, topic string) (stop func()) {
+	t.Helper()
+	cl := kafkatest.Client(t, kgo.DefaultProduceTopic(topic))
+	// A stop lets the record being produced finish, so that reading the topic back afterwards sees every record
+	// a client may have; the context ends only when the test does.
+	ctx, cancel := context.WithCancel(context.Background())
+	stopping := make(chan struct{})
+	var produced sync.WaitGroup
+	produced.Go(func() {
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for seq := 0; ; seq++ {
+			select {
+			case <-stopping:
+				return
+			case <-tick.C:
+			}
+			r := &kgo.Record{Key: fmt.Appendf(nil, "k%d", seq%11), Value: fmt.Appendf(nil, "record-%06d", seq)}
+			if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
+				if ctx.Err() == nil {
+					t.Errorf("produce: %v", err)
+				}
+				return
+			}
+		}
+	})
+	stop = sync.OnceFunc(func() { close(stopping); produced.Wait() })
+	t.Cleanup(func() { cancel(); stop() })
+	return stop
+}
+
+// esClients are clients that read one stream as EventSource does (eventSource), each on a goroutine of its
+// own until stop.
+type esClients struct {
+	list   []*eventSource
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// startClients starts n clients of url and waits until each has connected. They stop when the test ends.
+func startClients(t *testing.T, url string, n int) *esClients {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	cs := &esClients{cancel: cancel}
+	t.Cleanup(cs.stop)
+	transport := &http.Transport{MaxIdleConnsPerHost: 64}
+	t.Cleanup(transport.CloseIdleConnections)
+	for range n {
+		c := &eventSource{url: url, client: &http.Client{Transport: transport}}
+		cs.list = append(cs.list, c)
+		cs.wg.Go(func() { c.run(ctx) })
+	}
+	kafkatest.WaitFor(t, 20*time.Second, "every client to have connected", func() bool {
+		for _, c := range cs.list {
+			if c.opened() == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	return cs
+}
+
+// stop stops the clients and waits for them.
+func (cs *esClients) stop() {
+	cs.cancel()
+	cs.wg.Wait()
+}
+
+// finish waits until every client has all the records of topic (read back with franz-go), or has failed for
+// good, stops them, and checks that each one that lives has every record once, in order per partition. A
+// client that failed is an error.
+func (cs *esClients) finish(t *testing.T, topic string, begin time.Time) {
+	t.Helper()
 	all := kafkatest.ReadAll(t, topic)
 	total := 0
+	byValue := map[string]*kgo.Record{}
 	for _, recs := range all {
 		total += len(recs)
+		for _, r := range recs {
+			byValue[string(r.Value)] = r
+		}
 	}
 	kafkatest.WaitFor(t, 30*time.Second, fmt.Sprintf("every client to have the topic's %d records, or to have failed", total), func() bool {
-		for _, c := range clients {
+		for _, c := range cs.list {
 			if n, failure := c.seen(); n < total && failure == "" {
 				return false
 			}
 		}
 		return true
 	})
-	t.Logf("%5.1fs: every client caught up", time.Since(begin).Seconds())
-	cancel()
-	wg.Wait()
-
-	byValue := map[string]*kgo.Record{}
-	for _, recs := range all {
-		for _, r := range recs {
-			byValue[string(r.Value)] = r
+	t.Logf("%5.1fs: every client caught up with the topic's %d records", time.Since(begin).Seconds(), total)
+	cs.stop()
+	for i, c := range cs.list {
+		if c.failure != "" {
+			t.Errorf("client %02d failed for good after %d events: %s", i, len(c.events), c.failure)
+			continue
 		}
+		checkClient(t, i, c, all, byValue)
 	}
-	failed := 0
-	var connects, netErrs, empty int
-	for i, c := range clients {
+}
+
+// report logs how the clients fared and what nginx answered them: call it after finish.
+func (cs *esClients) report(t *testing.T, px *nginx) {
+	t.Helper()
+	var failed, connects, netErrs, empty int
+	for _, c := range cs.list {
 		connects += c.connects
 		netErrs += c.netErrs
 		empty += c.empty
 		if c.failure != "" {
 			failed++
-			t.Errorf("client %02d failed for good after %d events: %s", i, len(c.events), c.failure)
-			continue
 		}
-		checkClient(t, i, c, all, byValue)
 	}
 	status := map[string]int{}
 	for _, line := range px.accessLog() {
@@ -191,8 +230,10 @@ func TestRollingRestartBehindNginx(t *testing.T) {
 			status[f[1]]++
 		}
 	}
-	t.Logf("%d records; %d of %d clients failed; %d streams (%d ended by the gateway without an event), %d connections that failed; nginx answers by status: %v, connections a gateway refused it: %d",
-		total, failed, len(clients), connects, empty, netErrs, status, px.refused())
+	t.Logf("%d of %d clients failed; %d streams (%d ended by the gateway without an event), %d connections that failed; "+
+		"nginx answers by status: %v; a gateway refused nginx %d connections and reset %d; %d requests found no live upstream",
+		failed, len(cs.list), connects, empty, netErrs, status, px.refused(),
+		px.errorLines("(104: Connection reset by peer)", "upstream"), px.errorLines("no live upstreams"))
 }
 
 // checkClient checks that client i dispatched every record of the topic once, in order per partition, each

@@ -227,13 +227,20 @@ type process struct {
 // ssegate settings; its stderr goes to a file that is printed when the test fails.
 func startProcess(t *testing.T, name, path, brokers string, args ...string) *process {
 	t.Helper()
+	cmd := exec.CommandContext(context.Background(), path, args...)
+	cmd.Env = append(cleanEnv(), "KAFKA_BROKERS="+brokers)
+	return startCmd(t, name, cmd)
+}
+
+// startCmd starts cmd, whose stdout and stderr go to a file that is printed when the test fails, and kills it
+// when the test ends.
+func startCmd(t *testing.T, name string, cmd *exec.Cmd) *process {
+	t.Helper()
 	logPath := filepath.Join(t.TempDir(), "log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.CommandContext(context.Background(), path, args...)
-	cmd.Env = append(cleanEnv(), "KAFKA_BROKERS="+brokers)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		_ = logFile.Close()

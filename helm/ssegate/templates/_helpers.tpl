@@ -191,6 +191,33 @@ cors-credentials: true
 {{- end }}
 {{- end -}}
 
+{{/*
+The Host headers the stream port answers (allowed-hosts), against DNS rebinding: the names of the client and
+headless Services (short, with the namespace, .svc and the cluster domain) and of the pods under the headless
+Service, the Ingress hosts, the HTTPRoute hostnames, localhost (port-forwards), IP addresses (pod and cluster
+IPs: kube-proxy, port-forwards, the helm test; a rebound page never sends one) and the extra hosts. The admin
+port, which the probes use, is not checked.
+*/}}
+{{- define "ssegate.allowedHosts" -}}
+{{- $h := .Values.gateway.hostCheck -}}
+{{- if $h.enabled }}
+{{- $ns := .Release.Namespace }}
+{{- $svc := printf "%s-gateway" (include "ssegate.fullname" .) }}
+{{- $headless := printf "%s-gateway-headless" (include "ssegate.fullname" .) }}
+{{- $hosts := list }}
+{{- range list $svc $headless (printf "*.%s" $headless) }}
+{{- if not (hasPrefix "*" .) }}{{ $hosts = append $hosts . }}{{ end }}
+{{- $hosts = concat $hosts (list (printf "%s.%s" . $ns) (printf "%s.%s.svc" . $ns) (printf "%s.%s.svc.%s" . $ns $h.clusterDomain)) }}
+{{- end }}
+{{- $hosts = append $hosts "localhost" }}
+{{- if .Values.gateway.ingress.enabled }}{{ $hosts = concat $hosts .Values.gateway.ingress.hosts }}{{ end }}
+{{- if .Values.gateway.httpRoute.enabled }}{{ $hosts = concat $hosts .Values.gateway.httpRoute.hostnames }}{{ end }}
+{{- if $h.allowIPs }}{{ $hosts = concat $hosts (list "0.0.0.0/0" "::/0") }}{{ end }}
+{{- $hosts = concat $hosts $h.extraHosts }}
+allowed-hosts: {{ toJson (uniq $hosts) }}
+{{- end }}
+{{- end -}}
+
 {{/* The Redis address of the release: yours, or the bundled one's Service. */}}
 {{- define "ssegate.redisAddr" -}}
 {{- if .Values.redis.bundled }}{{ printf "%s-redis:6379" (include "ssegate.fullname" .) }}{{ else }}{{ .Values.redis.addr }}{{ end }}

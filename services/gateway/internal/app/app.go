@@ -16,6 +16,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/twmb/franz-go/pkg/kgo"
+	sdkresource "go.opentelemetry.io/otel/sdk/resource"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ssegate/ssegate/pkg/kafkaconn"
@@ -61,10 +62,14 @@ type App struct {
 	srv      *http.Server
 	adminLn  net.Listener
 	adminSrv *http.Server
+	// takeOver gives this process every new connection of a clients' port shared with SO_REUSEPORT (nil when
+	// not shared); Run calls it once ready (socket.go).
+	takeOver func() error
 	draining atomic.Bool
 	gate     *gate       // who may read which topic
 	cors     *corsPolicy // which other origins' pages may
-	refused  refusals    // streams refused before they start, for a token, scope or origin
+	hosts    *hostPolicy // which Host headers the clients' port answers (nil: any)
+	refused  refusals    // streams refused before they start, for a token, scope, origin or host
 }
 
 // maxHeaderBytes bounds a request's line and headers (a Last-Event-ID of many partitions is long).
@@ -75,93 +80,121 @@ const maxHeaderBytes = 64 << 10
 const headerTimeout = 10 * time.Second
 
 // New builds the gateway from a validated configuration and binds its listeners, so that a busy port fails
-// here. It does not contact Kafka or Redis; Run does.
-func New(cfg Config, log *slog.Logger) (a *App, err error) {
-	kopts, err := cfg.Kafka.Opts()
-	if err != nil {
+// here. It does not contact Kafka or Redis; Run does. When it fails, it has closed whatever it had made.
+func New(cfg Config, log *slog.Logger) (*App, error) {
+	a := &App{cfg: cfg, log: log, stats: map[string]*stream.Stats{}, streamTopics: map[string]*stream.Topic{}}
+	if err := a.build(); err != nil {
+		a.release()
 		return nil, err
 	}
-	kopts = append(kopts, kgo.WithLogger(kafkaconn.Logger(log.With("component", "kafka"), kgo.LogLevelWarn)))
-	formats, err := cfg.valueFormats()
+	return a, nil
+}
+
+// build makes the gateway's parts, one concern after the other: the Kafka clients, tracing, the streams,
+// the metrics, who may read what, the limits, the ports. Each part is set on a as soon as it exists, so that
+// release closes exactly what was made when a later step fails.
+func (a *App) build() error {
+	kopts, err := a.cfg.Kafka.Opts()
 	if err != nil {
-		return nil, err
+		return err
 	}
+	kopts = append(kopts, kgo.WithLogger(kafkaconn.Logger(a.log.With("component", "kafka"), kgo.LogLevelWarn)))
+	formats, err := a.cfg.valueFormats()
+	if err != nil {
+		return err
+	}
+	resolver, err := a.newKafka(kopts, formats)
+	if err != nil {
+		return err
+	}
+	res, tracing, err := newTracing(a.cfg.OTLPEndpoint)
+	if err != nil {
+		return err
+	}
+	a.tracing = tracing
+	obs := &observer{}
+	a.newStreams(formats, resolver, obs)
+	if err := a.newMetrics(res, obs); err != nil {
+		return err
+	}
+	if err := a.newAccess(); err != nil {
+		return err
+	}
+	limits, quota, rdb, err := newLimiter(a.cfg.Limits, a.log)
+	if err != nil {
+		return err
+	}
+	a.limits, a.quota, a.rdb = limits, quota, rdb
+	if err := a.telemetry.registerLimitMetrics(a.limits, a.quota); err != nil {
+		return err
+	}
+	return a.bind()
+}
+
+// newKafka makes the Kafka clients: the feed's, the replays' log (which the resolver of compact ids reads
+// through) and, with id-format v2, the checkpoint writer's. It returns the resolver.
+func (a *App) newKafka(kopts []kgo.Opt, formats map[string]feed.ValueFormat) (*checkpoint.Resolver, error) {
 	fc := feed.Config{
-		Topics:           cfg.Topics,
-		MetadataInterval: cfg.MetadataInterval,
-		Prefill:          cfg.Prefill,
+		Topics:           a.cfg.Topics,
+		MetadataInterval: a.cfg.MetadataInterval,
+		Prefill:          a.cfg.Prefill,
 		ValueFormats:     formats,
-		Logger:           log,
+		Logger:           a.log,
 	}
-	if err := cfg.ringFeed(&fc); err != nil {
+	if err := a.cfg.ringFeed(&fc); err != nil {
 		return nil, err
 	}
 	f, err := feed.New(fc, kopts...)
 	if err != nil {
 		return nil, err
 	}
+	a.feed = f
 	replayLog, err := replay.NewKafkaLog(kopts...)
 	if err != nil {
-		f.Close()
 		return nil, err
 	}
+	a.replayLog = replayLog
 	// Without a position topic (id-format v1 and none given) the resolver answers every v2 id invalid-id
 	// without reading Kafka.
-	resolver, err := checkpoint.NewResolver(cfg.PositionTopic, replayLog, isOutOfRange, 0,
-		checkpoint.WithReaders(cfg.CheckpointReaders))
+	resolver, err := checkpoint.NewResolver(a.cfg.PositionTopic, replayLog, isOutOfRange, 0,
+		checkpoint.WithReaders(a.cfg.CheckpointReaders))
 	if err != nil {
-		replayLog.Close()
-		f.Close()
 		return nil, err
 	}
-	var cpw *checkpoint.Writer
-	if cfg.IDFormat == "v2" {
-		writer := cfg.CheckpointWriter
+	if a.cfg.IDFormat == "v2" {
+		writer := a.cfg.CheckpointWriter
 		if writer == "" {
 			writer, _ = os.Hostname()
 		}
-		if cpw, err = checkpoint.NewWriter(cfg.PositionTopic, writer, resolver, kopts...); err != nil {
-			replayLog.Close()
-			f.Close()
+		cpw, err := checkpoint.NewWriter(a.cfg.PositionTopic, writer, resolver, kopts...)
+		if err != nil {
 			return nil, err
 		}
+		a.checkpoints = cpw
 		f.SetCheckpoints(cpw)
 	}
-	res, tracing, err := newTracing(cfg.OTLPEndpoint)
-	if err != nil {
-		if cpw != nil {
-			cpw.Close()
-		}
-		replayLog.Close()
-		return nil, err
-	}
-	tracer := tracing.Provider.Tracer(instrumentation, trace.WithInstrumentationVersion(tel.Version()))
-	obs := &observer{}
-	a = &App{
-		cfg:     cfg,
-		tracing: tracing,
-		log:     log,
-		feed:    f,
-		streams: stream.NewServer(stream.Config{
-			Retry:        cfg.Retry,
-			WriteTimeout: cfg.WriteTimeout,
-			Drain:        cfg.Drain,
-			Writers:      cfg.Writers,
-			PendingBytes: cfg.PendingWriteBytes,
-			Linger:       cfg.WriteLinger,
-			Logger:       log,
-			Tracer:       tracer,
-			Observer:     obs,
-		}),
-		stats:        map[string]*stream.Stats{},
-		replayLog:    replayLog,
-		checkpoints:  cpw,
-		replays:      replay.NewPool(replay.Config{Readers: cfg.ReplayReaders, CacheBytes: cfg.ReplayCacheBytes, Tracer: tracer}, replayLog),
-		streamTopics: map[string]*stream.Topic{},
-	}
-	for _, name := range f.Topics() {
+	return resolver, nil
+}
+
+// newStreams makes the stream server (and its writers), the replay pool and what streams read of each topic.
+func (a *App) newStreams(formats map[string]feed.ValueFormat, resolver *checkpoint.Resolver, obs *observer) {
+	cfg := a.cfg
+	tracer := a.tracing.Provider.Tracer(instrumentation, trace.WithInstrumentationVersion(tel.Version()))
+	a.streams = stream.NewServer(stream.Config{
+		Retry:        cfg.Retry,
+		WriteTimeout: cfg.WriteTimeout,
+		Drain:        cfg.Drain,
+		Writers:      cfg.Writers,
+		PendingBytes: cfg.PendingWriteBytes,
+		Linger:       cfg.WriteLinger,
+		Logger:       a.log,
+		Tracer:       tracer,
+		Observer:     obs,
+	})
+	a.replays = replay.NewPool(replay.Config{Readers: cfg.ReplayReaders, CacheBytes: cfg.ReplayCacheBytes, Tracer: tracer}, a.replayLog)
+	for _, name := range a.feed.Topics() {
 		a.stats[name] = new(stream.Stats)
-		st := stream.NewTopic(f, name, a.replays, cfg.KeyPartitioner == "any")
+		st := stream.NewTopic(a.feed, name, a.replays, cfg.KeyPartitioner == "any")
 		st.ValueFormat = formats[name]
 		st.Resolve = func(ctx context.Context, id string, topicID [16]byte) (position.Vector, error) {
 			return resolver.Resolve(ctx, id, name, topicID)
@@ -169,50 +202,55 @@ func New(cfg Config, log *slog.Logger) (a *App, err error) {
 		st.Cached = func(id string) (position.Vector, bool) { return resolver.Cached(id, name, [16]byte{}) }
 		a.streamTopics[name] = st
 	}
-	// Every error below returns nil for a, so the release works on this copy.
-	built := a
-	defer func() {
-		if err != nil {
-			built.release()
-		}
-	}()
-	if a.telemetry, err = newTelemetry(res, f, a.stats, a.replays, a.streams); err != nil {
-		return nil, err
+}
+
+// newMetrics makes the meter provider that serves /metrics and registers the gateway's instruments with it
+// (the limiter's are registered once it exists).
+func (a *App) newMetrics(res *sdkresource.Resource, obs *observer) error {
+	t, err := newTelemetry(res, a.feed, a.stats, a.replays, a.streams)
+	if err != nil {
+		return err
 	}
-	if err = a.telemetry.registerFlow(f, obs); err != nil {
-		return nil, err
+	a.telemetry = t
+	if err := t.registerFlow(a.feed, obs); err != nil {
+		return err
 	}
-	if a.httpClients, a.httpAdmin, err = a.telemetry.httpMetrics(); err != nil {
-		return nil, err
+	if a.httpClients, a.httpAdmin, err = t.httpMetrics(); err != nil {
+		return err
 	}
-	a.refused = newRefusals(f.Topics())
-	if err = a.telemetry.registerAuth(f.Topics(), a.stats, a.refused); err != nil {
-		return nil, err
+	a.refused = newRefusals(a.feed.Topics())
+	return t.registerAuth(a.feed.Topics(), a.stats, a.refused)
+}
+
+// newAccess makes who may read what: the hosts the clients' port answers for, the pages of which origins
+// (CORS), with which tokens (the gate), and which proxies' X-Forwarded-For is believed.
+func (a *App) newAccess() error {
+	var err error
+	if a.hosts, err = newHostPolicy(a.cfg.AllowedHosts); err != nil {
+		return err
 	}
-	if a.cors, err = newCORS(cfg.CORS); err != nil {
-		return nil, err
+	if a.cors, err = newCORS(a.cfg.CORS); err != nil {
+		return err
 	}
-	if a.gate, err = newGate(cfg, log); err != nil {
-		return nil, err
+	if a.gate, err = newGate(a.cfg, a.log); err != nil {
+		return err
 	}
-	if a.trusted, err = limit.ParseTrusted(cfg.Limits.TrustedProxies); err != nil {
-		return nil, err
+	a.trusted, err = limit.ParseTrusted(a.cfg.Limits.TrustedProxies)
+	return err
+}
+
+// bind binds the clients' port and the admin port, and makes their servers.
+func (a *App) bind() error {
+	var err error
+	if a.ln, a.takeOver, err = listenClients(a.cfg, a.log); err != nil {
+		return err
 	}
-	if a.limits, a.quota, a.rdb, err = newLimiter(cfg.Limits, log); err != nil {
-		return nil, err
-	}
-	if err = a.telemetry.registerLimitMetrics(a.limits, a.quota); err != nil {
-		return nil, err
-	}
-	if a.ln, err = listen(cfg.Listen, headerTimeout); err != nil {
-		return nil, err
-	}
-	if a.adminLn, err = listen(cfg.AdminListen, headerTimeout); err != nil {
-		return nil, err
+	if a.adminLn, err = listen(a.cfg.AdminListen, headerTimeout); err != nil {
+		return err
 	}
 	a.srv = newServer(a.routes(), headerTimeout)
 	a.adminSrv = newServer(a.adminRoutes(), headerTimeout)
-	return a, nil
+	return nil
 }
 
 // newServer returns the http.Server of a port: a request's line and headers must arrive within headerTimeout
@@ -243,21 +281,32 @@ func listen(addr string, headerTimeout time.Duration) (net.Listener, error) {
 	return jsonErrorListener{Listener: ln, maxHeaderBytes: maxHeaderBytes, headerTimeout: headerTimeout}, nil
 }
 
-// release closes what New opened, when New fails.
+// release closes what New made, when New fails: whichever of its parts exist.
 func (a *App) release() {
-	a.feed.Close()
-	a.streams.Close()
-	if a.checkpoints != nil {
-		a.checkpoints.Close()
+	if a.streams != nil {
+		a.streams.Close()
 	}
-	a.replayLog.Close()
 	for _, ln := range []net.Listener{a.ln, a.adminLn} {
 		if ln != nil {
 			_ = ln.Close()
 		}
 	}
 	a.closeLimits()
-	_ = a.tracing.Shutdown(context.Background())
+	if a.feed != nil {
+		a.feed.Close()
+	}
+	if a.checkpoints != nil {
+		a.checkpoints.Close()
+	}
+	if a.replayLog != nil {
+		a.replayLog.Close()
+	}
+	if a.telemetry != nil {
+		_ = a.telemetry.shutdown(context.Background())
+	}
+	if a.tracing != nil {
+		_ = a.tracing.Shutdown(context.Background())
+	}
 }
 
 // closeLimits closes the limiter (which gives back the Redis slots it still holds) and its Redis client.
@@ -277,8 +326,8 @@ func (a *App) Addr() net.Addr { return a.ln.Addr() }
 func (a *App) AdminAddr() net.Addr { return a.adminLn.Addr() }
 
 // Run serves until ctx ends, then shuts down gracefully: /readyz turns unready, the clients' listener
-// closes, open streams are closed spread over the drain window, the admin port closes, and the Kafka client
-// is closed last.
+// closes, open streams are closed spread over the drain window, the admin port closes, the Kafka clients
+// close, and telemetry exports what it still holds, within a deadline of its own, last.
 func (a *App) Run(ctx context.Context) error {
 	feedCtx, stopFeed := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopFeed()
@@ -289,6 +338,7 @@ func (a *App) Run(ctx context.Context) error {
 		}
 	})
 	wg.Go(func() { a.gate.run(feedCtx) })
+	wg.Go(func() { a.takeOverWhenReady(ctx) })
 	if a.checkpoints != nil {
 		wg.Go(func() {
 			// Until the position topic exists, checkpoint writes fail and frames get v1 ids: exact all the same.
@@ -342,6 +392,10 @@ func (a *App) Run(ctx context.Context) error {
 		a.log.Warn("streams still open after the drain window; closing them", "err", werr)
 	}
 	a.streams.Close()
+	// The block reads the streams started end with them: join them before their Kafka clients close.
+	if rerr := a.replays.Wait(sctx); rerr != nil {
+		a.log.Warn("replay reads still running after the drain window", "err", rerr)
+	}
 	// Every stream has ended and released its lease: give back what the pod still holds in Redis at once
 	// rather than letting it expire.
 	a.closeLimits()
@@ -355,14 +409,27 @@ func (a *App) Run(ctx context.Context) error {
 		a.checkpoints.Close()
 	}
 	a.replayLog.Close()
-	if terr := a.telemetry.shutdown(sctx); terr != nil && !errors.Is(terr, context.DeadlineExceeded) {
-		a.log.Warn("telemetry shutdown", "err", terr)
-	}
-	if terr := a.tracing.Shutdown(sctx); terr != nil {
-		a.log.Warn("tracing shutdown", "err", terr)
-	}
+	a.stopTelemetry()
 	a.log.Info("gateway stopped")
 	return err
+}
+
+// telemetryShutdown bounds the export of the last spans at shutdown. The drain's deadline (drain + write
+// timeout + 1 s) may be used up by then; the chart's grace period leaves 5 s beyond the drain and the write
+// timeout, so this fits in it with the feed's close.
+const telemetryShutdown = 3 * time.Second
+
+// stopTelemetry exports what telemetry still holds (the spans of the streams' last moments) and stops it, with
+// a deadline of its own: it comes after the drain, which may have used the whole of its window.
+func (a *App) stopTelemetry() {
+	ctx, cancel := context.WithTimeout(context.Background(), telemetryShutdown)
+	defer cancel()
+	if err := a.telemetry.shutdown(ctx); err != nil {
+		a.log.Warn("telemetry shutdown", "err", err)
+	}
+	if err := a.tracing.Shutdown(ctx); err != nil {
+		a.log.Warn("tracing shutdown", "err", err)
+	}
 }
 
 // waitStreams waits, with the listener still open, until no stream of the drain is left: every stream open

@@ -31,8 +31,15 @@ type gateway struct {
 
 func startGateway(t *testing.T, topics []string, mutate func(*Config)) *gateway {
 	t.Helper()
+	return startGatewayOn(t, kafkatest.Brokers(t), topics, mutate)
+}
+
+// startGatewayOn starts a gateway reading the brokers (an address nothing listens on, for tests that need
+// no Kafka).
+func startGatewayOn(t *testing.T, brokers, topics []string, mutate func(*Config)) *gateway {
+	t.Helper()
 	cfg := defaults()
-	cfg.Kafka.Brokers = kafkatest.Brokers(t)
+	cfg.Kafka.Brokers = brokers
 	cfg.Topics = topics
 	cfg.DemoTopic = topics[0]
 	cfg.Listen = "127.0.0.1:0"

@@ -124,8 +124,8 @@ func (gr grant) apply(g *gate, p *stream.Params) error {
 	return nil
 }
 
-// refusals counts the streams refused before they start, per topic and reason (the auth reasons and
-// "origin"). The maps are built once; only the counters change.
+// refusals counts the streams refused before they start, per topic and reason (the auth reasons, "origin"
+// and "host"). The maps are built once; only the counters change.
 type refusals map[string]map[string]*atomic.Int64
 
 // refusalReasons are the reason labels of ssegate_streams_refused_total.
@@ -134,7 +134,7 @@ func refusalReasons() []string {
 	for _, r := range auth.Reasons() {
 		out = append(out, r.String())
 	}
-	return append(out, reasonOrigin)
+	return append(out, reasonOrigin, reasonHost)
 }
 
 // reasonOrigin is the reason of a request refused for its Origin.

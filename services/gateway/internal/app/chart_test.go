@@ -230,9 +230,7 @@ func checkChartInvariants(t *testing.T, vals map[string]any, typed []runtime.Obj
 			t.Errorf("%s probe %+v, want an HTTP probe on the admin port", what, pr)
 		}
 	}
-	if c.ReadinessProbe.HTTPGet.Path != "/readyz" || c.LivenessProbe.HTTPGet.Path != "/healthz" {
-		t.Error("probe paths")
-	}
+	checkProbes(t, vals, c)
 	// The gateway's configuration file is one the gateway loads, and its drain is the chart's.
 	var cm *corev1.ConfigMap
 	for _, m := range find[*corev1.ConfigMap](typed) {
@@ -420,6 +418,7 @@ func TestChartSchema(t *testing.T) {
 		g["port"], g["adminPort"] = 1024+rnd.IntN(1000), 3000+rnd.IntN(1000)
 		g["podDisruptionBudget"] = map[string]any{"enabled": rnd.IntN(2) == 0}
 		g["autoscaling"] = map[string]any{"enabled": rnd.IntN(2) == 0, "targetConnectionsPerPod": rnd.IntN(3) * 1000}
+		g["probes"] = map[string]any{"startupSeconds": 1 + rnd.IntN(900), "startupPeriodSeconds": 1 + rnd.IntN(10), "readinessFailureThreshold": 2 + rnd.IntN(5)}
 		out, err := renderChart(t, v)
 		if err != nil {
 			t.Fatalf("random values %d %v: %v", i, g, err)

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"net"
+	"os"
 	"regexp"
 	"runtime"
 	"slices"
@@ -27,8 +28,15 @@ type Config struct {
 	Kafka kafkaconn.Config
 	// Topics are the topics served, each at /streams/{topic}. Required.
 	Topics []string
-	// Listen is the HTTP listen address of the clients' port: streams and the dashboard. Default ":8080".
+	// Listen is the HTTP listen address of the clients' port: streams and the dashboard. Default ":8080". A
+	// socket passed by the service manager (LISTEN_FDS, see socket.go) replaces it.
 	Listen string
+	// ListenReusePort opens the clients' port with SO_REUSEPORT, so that a new gateway on the same host listens
+	// beside the running one and takes every new connection once it is ready, and the old one can stop
+	// without a connection ever being refused (socket.go). Linux only. Default false.
+	ListenReusePort bool
+	// serviceSockets is how many sockets the service manager passed (LISTEN_FDS for this process); Load sets it.
+	serviceSockets int
 	// AdminListen is the HTTP listen address of the admin port: /metrics, /healthz, /readyz and, with
 	// Pprof, /debug/pprof/. Default ":9090".
 	AdminListen string
@@ -105,6 +113,10 @@ type Config struct {
 	Auth AuthConfig
 	// CORS is which other origins' pages may read the gateway (config_auth.go).
 	CORS CORSConfig
+	// AllowedHosts are the Host headers the clients' port answers, against DNS rebinding (host.go): names,
+	// *.example.com patterns and addresses, each with an optional port, and address ranges. Default none:
+	// any host.
+	AllowedHosts []string
 	// IDFormat is the id format of the frames this gateway frames once for all its streams: "v1" (the whole
 	// position vector) or "v2" (a compact id: a checkpoint in PositionTopic plus the partitions that moved
 	// since). Every gateway with a PositionTopic reads both, whatever its own. Default v1.
@@ -162,7 +174,8 @@ func setting(name, usage string, v flag.Value) settings.Setting {
 func settingsOf(c *Config) []settings.Setting {
 	own := []settings.Setting{
 		setting("topics", "topics to serve, comma-separated (required)", settings.List(&c.Topics)),
-		setting("listen", "HTTP listen address of the clients' port (streams, dashboard)", settings.String(&c.Listen)),
+		setting("listen", "HTTP listen address of the clients' port (streams, dashboard); a socket from the service manager (LISTEN_FDS) replaces it", settings.String(&c.Listen)),
+		setting("listen-reuse-port", "open the clients' port with SO_REUSEPORT: a new gateway on the same host listens beside the old one and takes the new connections once ready, so that the old one stops without a refused connection (Linux)", settings.Bool(&c.ListenReusePort)),
 		setting("admin-listen", "HTTP listen address of the admin port (metrics, healthz, readyz, pprof)", settings.String(&c.AdminListen)),
 		setting("pprof", "serve Go's profiles at /debug/pprof/ on the admin port", settings.Bool(&c.Pprof)),
 		setting("heartbeat", "default idle time before a keep-alive comment; 0 means none", settings.Duration(&c.Heartbeat)),
@@ -188,7 +201,7 @@ func settingsOf(c *Config) []settings.Setting {
 		setting("log-level", "lowest level logged: debug, info, warn, error", settings.Level(&c.LogLevel)),
 	}
 	own = append(own, ringSettings(c)...)
-	own = append(own, otlpSetting(&c.OTLPEndpoint))
+	own = append(own, otlpSetting(&c.OTLPEndpoint), hostSetting(&c.AllowedHosts))
 	own = append(own, limitSettings(&c.Limits)...)
 	own = append(own, authSettings(&c.Auth, &c.CORS)...)
 	return append(own, settings.Kafka(&c.Kafka, "SSEGATE_")...)
@@ -210,6 +223,9 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 		Out:         out,
 	})
 	if err != nil {
+		return c, err
+	}
+	if c.serviceSockets, err = serviceSockets(getenv, os.Getpid()); err != nil {
 		return c, err
 	}
 	if c.DemoTopic == "" && len(c.Topics) > 0 {
@@ -248,6 +264,9 @@ func (c Config) Validate() error {
 	}
 	if _, port, _ := net.SplitHostPort(c.Listen); c.AdminListen == c.Listen && port != "0" {
 		return fmt.Errorf("invalid setting admin-listen (SSEGATE_ADMIN_LISTEN): %q is the listen address too; the admin port must be its own", c.AdminListen)
+	}
+	if err := c.validateSockets(); err != nil {
+		return err
 	}
 	if err := c.Limits.validate(); err != nil {
 		return err
@@ -298,6 +317,9 @@ func (c Config) Validate() error {
 		if f := c.TopicValueFormats[topic]; !validFormat(f) {
 			return fmt.Errorf("%s: topic %s: must be text, base64 or auto, got %q", setting, topic, f)
 		}
+	}
+	if _, err := newHostPolicy(c.AllowedHosts); err != nil {
+		return err
 	}
 	return c.validateAuth()
 }

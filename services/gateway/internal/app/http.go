@@ -67,7 +67,7 @@ func abort(c *gin.Context, err error) {
 // port (adminRoutes).
 func (a *App) routes() *gin.Engine {
 	r := newEngine(a.log)
-	r.Use(a.httpClients.observe(a.tracing.Enabled()))
+	r.Use(a.httpClients.observe(a.tracing.Enabled()), a.checkHost) // every route, unknown paths included
 	cors := a.cors.handler(a.refuseOrigin)
 	r.GET("/streams/:topic", cors, a.handleStream)
 	r.OPTIONS("/streams/:topic", cors, handleOptions)

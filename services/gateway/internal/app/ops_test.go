@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"strconv"
@@ -407,8 +408,9 @@ func (g *gateway) neverReady(t *testing.T, d time.Duration, why string) {
 	}
 }
 
-// TestNewReleasesOnError: a gateway that cannot start (its port is taken) closes what New had made, its Kafka
-// clients included: starting it again and again leaves no goroutines behind.
+// TestNewReleasesOnError: a gateway that cannot start, at any step of New, closes what New had made before
+// that step (the Kafka clients of the feed, the replays and the checkpoints, the stream writers, the limiter's
+// Redis goroutine, the listeners): starting it again and again leaves no goroutines behind.
 func TestNewReleasesOnError(t *testing.T) {
 	var lc net.ListenConfig
 	busy, err := lc.Listen(t.Context(), "tcp", "127.0.0.1:0")
@@ -416,24 +418,48 @@ func TestNewReleasesOnError(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = busy.Close() }()
-	cfg := defaults()
-	cfg.Kafka.Brokers = []string{"127.0.0.1:1"} // never contacted: New does not reach Kafka
-	cfg.Topics = []string{"t"}
-	cfg.DemoTopic = "t"
-	cfg.Listen = busy.Addr().String()
-	cfg.AdminListen = "127.0.0.1:0"
-	log := slog.New(slog.DiscardHandler)
-	try := func() {
-		if _, err := New(cfg, log); err == nil || !strings.Contains(err.Error(), "listen") {
-			t.Fatalf("New on a taken port: %v, want a listen error", err)
-		}
+	taken := func(c *Config) { c.Listen = busy.Addr().String() }
+	for _, tc := range []struct {
+		name   string
+		mutate func(c *Config)
+		want   string // in New's error
+	}{
+		{"clients' port taken", taken, "listen"},
+		{"admin port taken", func(c *Config) { c.AdminListen = busy.Addr().String() }, "listen"},
+		{"tracing does not start", func(c *Config) { c.OTLPEndpoint = "ftp://collector:4318" }, "otlp endpoint"},
+		{"v2 ids, then a port taken", func(c *Config) { c.IDFormat, c.PositionTopic = "v2", "p"; taken(c) }, "listen"},
+		{"a bad host entry", func(c *Config) { c.AllowedHosts = []string{"*.com"} }, "allowed-hosts"},
+		{"a bad origin", func(c *Config) { c.CORS.Origins = []string{"null"} }, "cors-origins"},
+		{"no key file", func(c *Config) {
+			c.Auth.Algorithms, c.Auth.HMACSecretFile = []string{"HS256"}, filepath.Join(t.TempDir(), "missing")
+		}, "missing"},
+		{"a bad trusted proxy", func(c *Config) { c.Limits.TrustedProxies = []string{"nonsense"} }, "nonsense"},
+		{"limits in Redis, then a port taken", func(c *Config) {
+			c.Limits.MaxPerIP, c.Limits.Redis.Addr = 3, "127.0.0.1:1" // never contacted
+			taken(c)
+		}, "listen"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := defaults()
+			cfg.Kafka.Brokers = []string{"127.0.0.1:1"} // never contacted: New does not reach Kafka
+			cfg.Topics = []string{"t"}
+			cfg.DemoTopic = "t"
+			cfg.Listen, cfg.AdminListen = "127.0.0.1:0", "127.0.0.1:0"
+			tc.mutate(&cfg)
+			log := slog.New(slog.DiscardHandler)
+			try := func() {
+				if _, err := New(cfg, log); err == nil || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("New: %v, want an error with %q", err, tc.want)
+				}
+			}
+			try() // the first call starts what stays for the process (the HTTP and metric packages' own)
+			before := runtime.NumGoroutine()
+			for range 10 {
+				try()
+			}
+			kafkatest.WaitFor(t, 5*time.Second, "the goroutines of the failed starts to end", func() bool {
+				return runtime.NumGoroutine() <= before+2
+			})
+		})
 	}
-	try() // the first call starts what stays for the process (the HTTP and metric packages' own)
-	before := runtime.NumGoroutine()
-	for range 10 {
-		try()
-	}
-	kafkatest.WaitFor(t, 5*time.Second, "the goroutines of the failed starts to end", func() bool {
-		return runtime.NumGoroutine() <= before+2
-	})
 }

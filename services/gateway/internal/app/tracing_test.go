@@ -2,10 +2,14 @@ package app
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"io"
+	"log/slog"
+	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -193,4 +197,78 @@ func TestOTLPSetting(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestShutdownExportsLastSpans: a drain that uses its whole window (a connection that never sends its request
+// keeps http.Server.Shutdown waiting) still lets the spans of the streams' last moments out before Run returns:
+// telemetry stops with a deadline of its own, after the drain's. Kafka is not needed: a stream waiting for its
+// topic has a start span, which ends when the drain ends the stream.
+func TestShutdownExportsLastSpans(t *testing.T) {
+	rcv := otlptest.NewReceiver()
+	defer rcv.Close()
+	cfg := defaults()
+	cfg.Kafka.Brokers = []string{"127.0.0.1:1"}
+	cfg.Topics, cfg.DemoTopic = []string{"orders"}, "orders"
+	cfg.Listen, cfg.AdminListen = "127.0.0.1:0", "127.0.0.1:0"
+	cfg.Drain, cfg.WriteTimeout = 100*time.Millisecond, 100*time.Millisecond // the drain's deadline: 1.2 s
+	cfg.OTLPEndpoint = rcv.URL
+	var logs lockedBuffer
+	a, err := New(cfg, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+
+	br := openRaw(t, ctx, "http://"+a.Addr().String()+"/streams/orders?heartbeat=100")
+	if line := readLines(t, br, 1)[0]; !strings.HasPrefix(line, "retry:") {
+		t.Fatalf("stream opens with %q", line)
+	}
+	// Accepted, and new: Shutdown waits for such a connection for 5 s, beyond the drain's deadline.
+	var d net.Dialer
+	idle, err := d.DialContext(ctx, "tcp", a.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = idle.Close() }()
+
+	began := time.Now()
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run did not return")
+	}
+	if took := time.Since(began); took < cfg.Drain+cfg.WriteTimeout+time.Second {
+		t.Fatalf("Run returned after %v: the drain did not use its window, the test proves nothing", took)
+	}
+	if len(rcv.Named("ssegate.stream.start")) == 0 {
+		t.Error("the stream's start span was not exported before Run returned")
+	}
+	if l := logs.String(); strings.Contains(l, "tracing shutdown") || strings.Contains(l, "telemetry shutdown") {
+		t.Errorf("telemetry did not stop cleanly:\n%s", l)
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for concurrent writes (a log handler's) and reads.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -15,5 +15,6 @@
 // Concurrency: a Limiter, its Stores and Leases are safe for concurrent use. Admit may block on Redis for
 // at most its timeout; Lease.Release and Store.Release never block (a Redis release is queued and sent by
 // the store's own goroutine), so they can run on a writer goroutine of the stream pool. The Redis store
-// owns one goroutine (releases and refreshes), started by NewRedis and joined by Close.
+// owns one goroutine (releases, cancels of slots whose acquire got no answer, and refreshes), started by
+// NewRedis and joined by Close.
 package limit

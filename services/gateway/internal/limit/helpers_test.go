@@ -2,12 +2,16 @@ package limit
 
 import (
 	"bufio"
+	"cmp"
 	"context"
+	"io"
 	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -99,6 +103,133 @@ func (s *redisServer) client() *redis.Client {
 	})
 	s.t.Cleanup(func() { _ = c.Close() })
 	return c
+}
+
+// link is a TCP proxy to a server that a test can cut and restore, as a network partition does: while it is
+// cut, what clients send on open connections is held (also when the client closes the connection meanwhile)
+// and new connections fail at once. Restored, it delivers what it held, newest first: a connection that
+// failed earlier waits longer for TCP to send again (its retransmission timeout doubles), so what was sent
+// last may well arrive first.
+type link struct {
+	t  *testing.T
+	ln net.Listener
+	to string
+
+	mu    sync.Mutex
+	cut   bool
+	held  []heldSend // in the order they were sent
+	conns []net.Conn
+}
+
+// heldSend is one connection's send the link holds: turn lets it through, done says it was delivered.
+type heldSend struct{ turn, done chan struct{} }
+
+// newLink starts a link to the server at addr, closed when t ends.
+func newLink(t *testing.T, addr string) *link {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &link{t: t, ln: ln, to: addr}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		l.accept()
+	}()
+	t.Cleanup(func() {
+		_ = ln.Close()
+		<-done
+		l.restore()
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		for _, c := range l.conns {
+			_ = c.Close()
+		}
+	})
+	return l
+}
+
+func (l *link) addr() string { return l.ln.Addr().String() }
+
+// breakLink cuts the link.
+func (l *link) breakLink() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.cut = true
+}
+
+// restore delivers what the link held, newest first, and lets everything through again.
+func (l *link) restore() {
+	l.mu.Lock()
+	held := l.held
+	l.cut, l.held = false, nil
+	l.mu.Unlock()
+	for _, h := range slices.Backward(held) {
+		close(h.turn)
+		<-h.done
+	}
+}
+
+func (l *link) accept() {
+	for {
+		c, err := l.ln.Accept()
+		if err != nil {
+			return
+		}
+		l.mu.Lock()
+		if l.cut {
+			l.mu.Unlock()
+			_ = c.Close()
+			continue
+		}
+		var d net.Dialer
+		up, err := d.DialContext(context.Background(), "tcp", l.to)
+		if err != nil {
+			l.mu.Unlock()
+			_ = c.Close()
+			continue
+		}
+		l.conns = append(l.conns, c, up)
+		l.mu.Unlock()
+		go func() { // answers go back as they come (none come while the requests are held)
+			_, _ = io.Copy(c, up)
+			_ = c.Close()
+		}()
+		go l.forward(c, up.(*net.TCPConn)) //nolint:forcetypeassert // a TCP dial
+	}
+}
+
+// forward copies what the client sends to the server, one read at a time, each held while the link is cut;
+// the client's close reaches the server after what it sent.
+func (l *link) forward(c net.Conn, up *net.TCPConn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := c.Read(buf)
+		var h *heldSend
+		l.mu.Lock()
+		if l.cut {
+			h = &heldSend{turn: make(chan struct{}), done: make(chan struct{})}
+			l.held = append(l.held, *h)
+		}
+		l.mu.Unlock()
+		if h != nil {
+			<-h.turn
+		}
+		if n > 0 {
+			_, werr := up.Write(buf[:n])
+			err = cmp.Or(werr, err)
+		}
+		if err != nil {
+			_ = up.CloseWrite()
+		}
+		if h != nil {
+			close(h.done)
+		}
+		if err != nil {
+			return
+		}
+	}
 }
 
 // quietRedis drops go-redis's own log lines (dial failures while a test's server is down on purpose).

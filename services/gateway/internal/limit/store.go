@@ -114,6 +114,9 @@ func (k Key) id() string { return k.Kind.String() + ":" + k.Name }
 type Slot struct {
 	member string   // the slot's own id in the store (Redis: the sorted set member)
 	keys   []string // the store names of its keys
+	// unsure says the store did not answer the acquire: it may take the slot at any later moment (Redis
+	// runs a script whose answer was lost when it gets it), so giving the slot back must also stop that.
+	unsure bool
 }
 
 // Store counts the streams of identities. Local and Redis implement it; both keep to this contract, which

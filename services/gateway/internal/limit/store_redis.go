@@ -5,8 +5,10 @@ import (
 	crand "crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -25,6 +27,16 @@ const (
 	DefaultTimeout = time.Second
 )
 
+// How long a cancel mark lives, and how many cancels a store keeps sending (see acquireScript).
+const (
+	// markLife is longer than Linux keeps sending what a connection could not deliver (tcp_retries2, about
+	// 15 minutes): an acquire that has not reached Redis by then never will.
+	markLife = 16 * time.Minute
+	// maxCancels bounds the cancels waiting for Redis to answer; beyond it the oldest are dropped, and their
+	// slots, if their acquire lands, expire as any other.
+	maxCancels = 10000
+)
+
 // How the counts are kept in Redis. Each identity is a sorted set, <prefix><kind>:<name>, whose members are
 // the streams counted under it (<pod>:<sequence>), each scored with the time (Redis's clock, in ms) at which
 // it expires. A pod refreshes the scores of its own members every expiry/3; a member whose pod stopped
@@ -32,25 +44,47 @@ const (
 // every script first removes the members whose time has passed. Each set's own TTL is pushed to the expiry
 // whenever a member is scored, so a set outlives its newest member and no more. Time is Redis's (TIME in the
 // scripts), so the pods' clocks need not agree.
+//
+// An acquire whose answer does not come in time (Redis stalled, the network cut) may still run later: its
+// request is on its way, and Redis runs it when it gets it, long after the stream was refused (fail-closed)
+// or admitted and ended (fail-open). Its slot is "unsure" (Slot.unsure), and giving it back sends a cancel
+// (cancelScript) instead of a plain removal: it removes the member and leaves a mark,
+// <prefix>cancel:<member>, that the acquire script checks first. Whichever of the two runs first, no slot
+// stays: a cancel that runs after the acquire removes its member, an acquire that runs after the cancel finds
+// the mark and takes nothing. The store's goroutine sends a cancel again every second until Redis takes it,
+// since a cancel lost with Redis would leave the late acquire's slot counting for the expiry.
 
-// acquireScript takes one slot under every key or none. KEYS: the sets; ARGV[1]: the member, ARGV[2]: the
-// expiry in ms, ARGV[2+i]: the maximum of KEYS[i]. It returns 0 when it took the slot, or i when KEYS[i] is
-// full.
+// acquireScript takes one slot under every key or none. KEYS: the sets, then the slot's cancel mark; ARGV[1]:
+// the member, ARGV[2]: the expiry in ms, ARGV[2+i]: the maximum of KEYS[i]. It returns 0 when it took the
+// slot, i when KEYS[i] is full, or -1 when the slot was canceled before the script ran.
 var acquireScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[#KEYS]) == 1 then
+  return -1
+end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local ttl = tonumber(ARGV[2])
-for i, key in ipairs(KEYS) do
-  redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
-  if redis.call('ZCARD', key) >= tonumber(ARGV[2 + i]) then
+for i = 1, #KEYS - 1 do
+  redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now)
+  if redis.call('ZCARD', KEYS[i]) >= tonumber(ARGV[2 + i]) then
     return i
   end
 end
-for _, key in ipairs(KEYS) do
-  redis.call('ZADD', key, now + ttl, ARGV[1])
-  redis.call('PEXPIRE', key, ttl)
+for i = 1, #KEYS - 1 do
+  redis.call('ZADD', KEYS[i], now + ttl, ARGV[1])
+  redis.call('PEXPIRE', KEYS[i], ttl)
 end
 return 0
+`)
+
+// cancelScript gives back a slot whose acquire may not have run yet. KEYS[1]: the slot's cancel mark,
+// KEYS[2...]: its sets; ARGV[1]: the member, ARGV[2]: how long the mark lives, in ms.
+var cancelScript = redis.NewScript(`
+redis.call('SET', KEYS[1], '1', 'PX', ARGV[2])
+for i = 2, #KEYS do
+  redis.call('ZREM', KEYS[i], ARGV[1])
+end
+return 1
 `)
 
 // refreshScript pushes the expiry of members back. KEYS: the sets; ARGV[1]: the expiry in ms, ARGV[1+i]:
@@ -98,8 +132,8 @@ type Redis struct {
 	Stats RedisStats
 
 	mu     sync.Mutex
-	live   map[string][]string // this pod's slots: member -> set names
-	gone   []Slot              // slots given back, not yet removed from Redis
+	live   map[string]Slot // this pod's slots, by member
+	gone   []Slot          // slots given back, not yet removed from Redis
 	closed bool
 
 	kick chan struct{} // has a token when gone grew
@@ -136,7 +170,7 @@ func NewRedis(rdb redis.UniversalClient, opts ...RedisOption) (*Redis, error) {
 	r := &Redis{
 		rdb: rdb, prefix: DefaultPrefix, expiry: DefaultExpiry, timeout: DefaultTimeout, log: slog.Default(),
 		pod:  hex.EncodeToString(id[:]),
-		live: map[string][]string{}, kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
+		live: map[string]Slot{}, kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	for _, o := range opts {
 		o(r)
@@ -176,15 +210,19 @@ func (r *Redis) Acquire(ctx context.Context, keys []Key) (Slot, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
-	full, err := acquireScript.Run(ctx, r.rdb, s.keys, args...).Int()
-	if err != nil {
+	full, err := acquireScript.Run(ctx, r.rdb, append(slices.Clip(s.keys), r.mark(s.member)), args...).Int()
+	switch {
+	case err != nil:
 		r.failed(OpAcquire, err)
 		// The slot is held provisionally: refreshed like any other, it is written to Redis as soon as Redis
-		// answers again, so a stream admitted without Redis (fail-open) counts there once it is back. A
-		// caller that refuses the stream releases it, which also removes it in case the script ran and only
-		// its answer was lost.
+		// answers again, so a stream admitted without Redis (fail-open) counts there once it is back. The
+		// script may still run whenever Redis gets it: the slot is unsure, and giving it back cancels it (a
+		// caller that refuses the stream gives it back at once).
+		s.unsure = true
 		err = &StoreError{Op: OpAcquire, Err: err}
-	} else if full > 0 {
+	case full < 0: // a cancel of this very member ran first: never, as nobody gave it back yet
+		return Slot{}, &StoreError{Op: OpAcquire, Err: errors.New("limit: slot canceled before it was taken")}
+	case full > 0:
 		k := keys[full-1]
 		return Slot{}, &Refusal{Kind: k.Kind, Max: float64(k.Max)}
 	}
@@ -196,12 +234,16 @@ func (r *Redis) Acquire(ctx context.Context, keys []Key) (Slot, error) {
 		r.gone = append(r.gone, s)
 		return Slot{}, &StoreError{Op: OpAcquire, Err: errClosed}
 	}
-	r.live[s.member] = s.keys
+	r.live[s.member] = s
 	return s, err
 }
 
+// mark is the name of the cancel mark of a slot's member.
+func (r *Redis) mark(member string) string { return r.prefix + "cancel:" + member }
+
 // Release gives a slot back: it stops being refreshed at once and is removed from Redis by the store's
-// goroutine (or expires, if Redis cannot be reached). It never blocks.
+// goroutine (or expires, if Redis cannot be reached). A slot whose acquire got no answer is canceled
+// instead, again until Redis takes it (see acquireScript). It never blocks.
 func (r *Redis) Release(s Slot) {
 	if s.member == "" {
 		return
@@ -251,16 +293,20 @@ func (r *Redis) crash() {
 // loop removes released slots and refreshes live ones every expiry/3 (sooner after a failure), until Close.
 // It is the only goroutine that sends removals and refreshes, and sends them one call after the other, so a
 // refresh never puts back a slot whose removal was sent before it: a slot leaves live (and joins gone)
-// under mu, and each pass takes gone and a snapshot of live under mu, removes first, then refreshes.
+// under mu, and each pass takes gone and a snapshot of live under mu, removes first, then refreshes. The
+// cancels Redis did not take (cancels, the loop's own) go again with the next pass, at least every second.
 func (r *Redis) loop() {
 	defer close(r.done)
 	every := r.expiry / 3
 	next := time.NewTimer(jittered(every))
 	defer next.Stop()
+	var cancels []Slot
+	var again <-chan time.Time
 	for {
 		refresh := false
 		select {
 		case <-r.kick:
+		case <-again:
 		case <-next.C:
 			refresh = true
 		case <-r.stop:
@@ -268,27 +314,30 @@ func (r *Redis) loop() {
 				return
 			}
 			r.mu.Lock()
-			gone := r.gone
-			for m, keys := range r.live {
-				gone = append(gone, Slot{member: m, keys: keys})
+			gone := slices.Concat(r.gone, cancels)
+			for _, s := range r.live {
+				gone = append(gone, s)
 			}
-			r.gone, r.live = nil, map[string][]string{}
+			r.gone, r.live = nil, map[string]Slot{}
 			r.mu.Unlock()
-			r.remove(gone)
+			r.remove(gone) // what Redis does not take now expires, or stays for the expiry if its acquire lands
 			return
 		}
 		r.mu.Lock()
-		gone := r.gone
+		gone := slices.Concat(cancels, r.gone) // oldest first, for bound
 		r.gone = nil
 		var live []Slot
 		if refresh {
 			live = make([]Slot, 0, len(r.live))
-			for m, keys := range r.live {
-				live = append(live, Slot{member: m, keys: keys})
+			for _, s := range r.live {
+				live = append(live, s)
 			}
 		}
 		r.mu.Unlock()
-		r.remove(gone)
+		cancels, again = r.bound(r.remove(gone)), nil
+		if len(cancels) > 0 {
+			again = time.After(min(every, time.Second))
+		}
 		if refresh {
 			wait := every
 			if !r.refresh(live) {
@@ -299,9 +348,11 @@ func (r *Redis) loop() {
 	}
 }
 
-// remove deletes slots from Redis, in one pipeline per batch. A failure is counted and logged; those slots
-// expire.
-func (r *Redis) remove(slots []Slot) {
+// remove deletes slots from Redis, in one pipeline per batch: a plain removal for a slot Redis took, a cancel
+// for an unsure one. A failure is counted and logged; the slots Redis took expire, and the unsure ones are
+// returned, to be canceled again.
+func (r *Redis) remove(slots []Slot) (unsent []Slot) {
+	markLifeMS := markLife.Milliseconds()
 	for len(slots) > 0 {
 		n := min(len(slots), refreshBatch)
 		batch := slots[:n]
@@ -309,6 +360,10 @@ func (r *Redis) remove(slots []Slot) {
 		ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
 		_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, s := range batch {
+				if s.unsure {
+					cancelScript.Eval(ctx, p, append([]string{r.mark(s.member)}, s.keys...), s.member, markLifeMS)
+					continue
+				}
 				for _, k := range s.keys {
 					p.ZRem(ctx, k, s.member)
 				}
@@ -318,8 +373,23 @@ func (r *Redis) remove(slots []Slot) {
 		cancel()
 		if err != nil {
 			r.failed(OpRelease, err)
+			for _, s := range batch {
+				if s.unsure {
+					unsent = append(unsent, s)
+				}
+			}
 		}
 	}
+	return unsent
+}
+
+// bound keeps at most maxCancels of the cancels still to send, the newest; it counts and logs the others.
+func (r *Redis) bound(cancels []Slot) []Slot {
+	if drop := len(cancels) - maxCancels; drop > 0 {
+		r.failed(OpRelease, fmt.Errorf("limit: %d slots whose acquire got no answer are no longer canceled (more than %d wait for Redis); they expire if their acquire lands", drop, maxCancels))
+		cancels = slices.Delete(cancels, 0, drop)
+	}
+	return cancels
 }
 
 // refresh pushes the expiry of live slots back; it reports whether every call succeeded.

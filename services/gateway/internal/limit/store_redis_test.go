@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"net/netip"
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/ssegate/ssegate/pkg/redistest"
 )
@@ -181,4 +184,85 @@ func TestRedisDown(t *testing.T) {
 		return err == nil && n == 1
 	})
 	_ = kept
+}
+
+// TestRedisLateAcquireLeavesNoSlot: an acquire that Redis did not answer in time, because the network to it
+// was cut, still reaches Redis once the network is back, and runs, after the store's attempt to give the slot
+// back (sent meanwhile on another connection, or not at all). The stream it was for is gone by then: refused
+// (fail-closed), or admitted on this pod's counts (fail-open) and ended meanwhile. Neither may leave a slot
+// behind that counts against the address for the expiry.
+func TestRedisLateAcquireLeavesNoSlot(t *testing.T) {
+	for _, failOpen := range []bool{false, true} {
+		t.Run(map[bool]string{false: "fail-closed, refused", true: "fail-open, ended"}[failOpen], func(t *testing.T) {
+			wire := newLink(t, startRedis(t).addr())
+			rdb := redis.NewClient(&redis.Options{
+				Addr: wire.addr(), ContextTimeoutEnabled: true, DialTimeout: 200 * time.Millisecond, MaxRetries: -1,
+			})
+			t.Cleanup(func() { _ = rdb.Close() })
+			// The default expiry: a slot left behind would count for 30 s, longer than checkFor waits.
+			st, err := NewRedis(rdb, WithTimeout(200*time.Millisecond), WithLogger(quiet))
+			if err != nil {
+				t.Fatal(err)
+			}
+			l := newLimiter(t, WithStore(st), WithMaxPerIP(1), WithFailOpen(failOpen),
+				WithStoreTimeout(200*time.Millisecond), WithLimiterLogger(quiet))
+			admit(t, l, client, "").Release() // the script is loaded, the connection open
+			checkFor(t, "the first stream's slot to be given back", func() bool {
+				n, err := st.Count(context.Background(), IPKey(client, 1))
+				return err == nil && n == 0
+			})
+
+			wire.breakLink()
+			lease, err := l.Admit(context.Background(), client, "")
+			if failOpen {
+				if err != nil {
+					t.Fatalf("fail-open Admit with the network cut: %v", err)
+				}
+				lease.Release()
+			} else if !errors.Is(err, ErrStoreUnavailable) {
+				t.Fatalf("fail-closed Admit with the network cut: %v, want ErrStoreUnavailable", err)
+			}
+			checkFor(t, "the store to fail to give the slot back", func() bool { return st.Stats.Errors[OpRelease].Load() > 0 })
+			wire.restore() // the late acquire reaches Redis, which runs it
+
+			checkFor(t, "the address to have its slot again", func() bool {
+				lease, err := l.Admit(context.Background(), client, "")
+				if err != nil {
+					return false
+				}
+				lease.Release()
+				return true
+			})
+		})
+	}
+}
+
+// TestRedisCancelEitherOrder: giving back a slot whose acquire got no answer leaves no slot, whether the late
+// acquire runs before the cancel or after it.
+func TestRedisCancelEitherOrder(t *testing.T) {
+	r := newRedis(t, redistest.Prefix(t))
+	ctx := context.Background()
+	for _, cancelFirst := range []bool{true, false} {
+		k := IPKey(netip.MustParseAddr(map[bool]string{true: "198.51.100.1", false: "198.51.100.2"}[cancelFirst]), 3)
+		s := Slot{member: r.pod + ":late-" + k.Name, keys: []string{r.prefix + k.id()}, unsure: true}
+		late := func() {
+			t.Helper()
+			keys := append(slices.Clone(s.keys), r.mark(s.member))
+			if err := acquireScript.Run(ctx, r.rdb, keys, s.member, r.expiry.Milliseconds(), k.Max).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !cancelFirst {
+			late()
+		}
+		if unsent := r.remove([]Slot{s}); len(unsent) != 0 {
+			t.Fatalf("cancel not taken: %v", unsent)
+		}
+		if cancelFirst {
+			late()
+		}
+		if n := count(t, r, k); n != 0 {
+			t.Errorf("cancel first %v: %d slots, want none", cancelFirst, n)
+		}
+	}
 }

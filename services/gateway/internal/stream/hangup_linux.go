@@ -17,7 +17,7 @@ import (
 //
 // A reported end is checked on the socket (peerGone) before it is acted on: epoll reports by file
 // descriptor, and a descriptor closed and reused by a new connection between the report and the look-up
-// must not end the new one. Acting on it is safe from any goroutine: the stream's context is cancelled (a
+// must not end the new one. Acting on it is safe from any goroutine: the stream's context is canceled (a
 // stream on its own goroutine ends at its next select), and a parked stream is handed to its writer's
 // hang-up list (writer.hangup), which ends it at its next pass.
 type hangups struct {
