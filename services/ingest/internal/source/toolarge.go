@@ -2,10 +2,12 @@ package source
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/ssegate/ssegate/pkg/sse"
 	"github.com/ssegate/ssegate/services/ingest/internal/txn"
 )
 
@@ -93,4 +95,30 @@ func (s *Source) markTooLarge(sent []item, rec *kgo.Record, cause error) *kgo.Re
 		return nil
 	}
 	return s.deadLetterRecord("id", id, reasonRecordTooLarge)
+}
+
+// deadLetter returns the record written for an oversized event. The parser drops the event before its
+// own id is known, so the record names the id before it.
+func (s *Source) deadLetter(afterID string, cause error) *kgo.Record {
+	reason := "event-too-large"
+	if errors.Is(cause, sse.ErrLineTooLong) {
+		reason = "line-too-long"
+	}
+	return s.deadLetterRecord("after_id", afterID, reason)
+}
+
+// deadLetterRecord builds a dead-letter record: JSON {"source", idField: id, "reason"} keyed by the source,
+// with the source, id and reason also as headers.
+func (s *Source) deadLetterRecord(idField, id, reason string) *kgo.Record {
+	val, _ := json.Marshal(map[string]string{"source": s.spec.Name, idField: id, "reason": reason})
+	return &kgo.Record{
+		Topic: s.opt.DeadLetterTopic,
+		Key:   []byte(s.spec.Name),
+		Value: val,
+		Headers: []kgo.RecordHeader{
+			{Key: HeaderSource, Value: []byte(s.spec.Name)},
+			{Key: HeaderID, Value: []byte(id)},
+			{Key: "reason", Value: []byte(reason)},
+		},
+	}
 }
