@@ -78,7 +78,8 @@ type Config struct {
 	WriteLinger time.Duration
 	// Propagation is how long a stopping gateway keeps serving, unready, before its drain starts: the time
 	// endpoints and proxies take to stop sending it clients. New streams meanwhile (and during the drain) get
-	// a short retry and their position, and end, so that their clients reconnect to another pod.
+	// a short retry and their position, and end, so that their clients reconnect to another pod. Default 0:
+	// the drain starts at once (the chart sets it).
 	Propagation time.Duration
 	// Drain is the window over which open streams are closed at shutdown, each at a random moment in it.
 	// Default 10s; zero closes them all at once.
