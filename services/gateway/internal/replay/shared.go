@@ -226,61 +226,7 @@ type source struct {
 func (p *Pool) Read(ctx context.Context, topic string, epoch uint64, ranges []Range, interval time.Duration, idle func() error,
 	fn func(*kgo.Record) error,
 ) error {
-	type cursor struct {
-		partition int32
-		next      int64 // next offset to deliver
-		upto      int64
-		src       source
-		end       int64 // the last offset the cursor needs of src's block
-	}
-	// The flights this read started, by their done channels: a read ends once they have landed in the cache.
-	// Not the flights: a read keeps only the block each cursor is reading, not every block it read.
-	var started []<-chan struct{}
-	// find points the cursor at the block holding its next offset.
-	find := func(c *cursor) error {
-		key, end := p.blockAt(topic, epoch, c.partition, c.next, c.upto)
-		s, err := p.source(ctx, key, c.next, end, interval, idle)
-		if err != nil {
-			return err
-		}
-		if s.mine {
-			started = append(started, s.f.done)
-		}
-		c.src, c.end = s, end
-		return nil
-	}
-	// head returns the cursor's next record, finding blocks as needed; nil when the range is done.
-	head := func(c *cursor) (*kgo.Record, error) {
-		for c.next <= c.upto {
-			if c.src == (source{}) || c.next > c.end {
-				if err := find(c); err != nil {
-					return nil, err
-				}
-			}
-			if b := c.src.b; b != nil {
-				i := sort.Search(len(b.recs), func(i int) bool { return b.recs[i].Offset >= c.next })
-				if i < len(b.recs) && b.recs[i].Offset <= c.upto {
-					return b.recs[i], nil
-				}
-				c.next = b.to + 1 // the rest of the block holds no record
-				continue
-			}
-			rec, hi, err := c.src.f.await(ctx, c.next, c.src.mine, interval, idle)
-			switch {
-			case errors.Is(err, errAgain):
-				c.src = source{}
-			case err != nil:
-				return nil, err
-			case rec != nil && rec.Offset <= c.upto:
-				return rec, nil
-			case rec != nil:
-				c.next = rec.Offset
-			default:
-				c.next = hi // offsets up to hi hold no record
-			}
-		}
-		return nil, nil
-	}
+	rd := &reading{p: p, ctx: ctx, topic: topic, epoch: epoch, interval: interval, idle: idle}
 	var cs []*cursor
 	for _, r := range ranges {
 		if r.After < r.Upto {
@@ -290,13 +236,13 @@ func (p *Pool) Read(ctx context.Context, topic string, epoch uint64, ranges []Ra
 	// The first record needs the head of every partition: start the reads of all first blocks before
 	// waiting for any.
 	for _, c := range cs {
-		if err := find(c); err != nil {
+		if err := rd.find(c); err != nil {
 			return err
 		}
 	}
 	heads := make([]*kgo.Record, len(cs))
 	for i, c := range cs {
-		h, err := head(c)
+		h, err := rd.head(c)
 		if err != nil {
 			return err
 		}
@@ -318,13 +264,13 @@ func (p *Pool) Read(ctx context.Context, topic string, epoch uint64, ranges []Ra
 			return err
 		}
 		c.next = rec.Offset + 1
-		h, err := head(c)
+		h, err := rd.head(c)
 		if err != nil {
 			return err
 		}
 		heads[best] = h
 	}
-	for _, done := range started {
+	for _, done := range rd.started {
 		select {
 		case <-done:
 		case <-ctx.Done():
@@ -332,6 +278,75 @@ func (p *Pool) Read(ctx context.Context, topic string, epoch uint64, ranges []Ra
 		}
 	}
 	return nil
+}
+
+// cursor is where a Read is in one range: the next offset to deliver, the block it reads it from.
+type cursor struct {
+	partition int32
+	next      int64 // next offset to deliver
+	upto      int64
+	src       source
+	end       int64 // the last offset the cursor needs of src's block
+}
+
+// reading is one Read's state, on its caller's goroutine.
+type reading struct {
+	p        *Pool
+	ctx      context.Context //nolint:containedctx // the Read's own, for the length of the call
+	topic    string
+	epoch    uint64
+	interval time.Duration
+	idle     func() error
+	// started are the done channels of the flights this read started: a read ends once they have landed in
+	// the cache. Not the flights: a read keeps only the block each cursor is reading, not every block it read.
+	started []<-chan struct{}
+}
+
+// find points the cursor at the block holding its next offset.
+func (rd *reading) find(c *cursor) error {
+	key, end := rd.p.blockAt(rd.topic, rd.epoch, c.partition, c.next, c.upto)
+	s, err := rd.p.source(rd.ctx, key, c.next, end, rd.interval, rd.idle)
+	if err != nil {
+		return err
+	}
+	if s.mine {
+		rd.started = append(rd.started, s.f.done)
+	}
+	c.src, c.end = s, end
+	return nil
+}
+
+// head returns the cursor's next record, finding blocks as needed; nil when the range is done.
+func (rd *reading) head(c *cursor) (*kgo.Record, error) {
+	for c.next <= c.upto {
+		if c.src == (source{}) || c.next > c.end {
+			if err := rd.find(c); err != nil {
+				return nil, err
+			}
+		}
+		if b := c.src.b; b != nil {
+			i := sort.Search(len(b.recs), func(i int) bool { return b.recs[i].Offset >= c.next })
+			if i < len(b.recs) && b.recs[i].Offset <= c.upto {
+				return b.recs[i], nil
+			}
+			c.next = b.to + 1 // the rest of the block holds no record
+			continue
+		}
+		rec, hi, err := c.src.f.await(rd.ctx, c.next, c.src.mine, rd.interval, rd.idle)
+		switch {
+		case errors.Is(err, errAgain):
+			c.src = source{}
+		case err != nil:
+			return nil, err
+		case rec != nil && rec.Offset <= c.upto:
+			return rec, nil
+		case rec != nil:
+			c.next = rec.Offset
+		default:
+			c.next = hi // offsets up to hi hold no record
+		}
+	}
+	return nil, nil
 }
 
 // source returns where to read the block of key, holding at least offsets [from, to]: the cache, another
