@@ -59,15 +59,18 @@ func (t *Topic) gap(ps *partition, partition int32, next, logStart int64) {
 }
 
 // Gaps calls fn with each partition's resyncs the feed published (see gap) and the offsets they skipped.
+// Like Progress, it reads the topics' partition snapshots and atomic counters, never a topic's lock: a
+// metrics scrape does not wait for the fetch loop to frame a poll, and fn runs outside any lock.
 func (f *Feed) Gaps(fn func(topic string, partition int32, resyncs, skipped int64)) {
 	for _, name := range f.names {
-		t := f.topics[name]
-		t.mu.Lock()
-		for p, ps := range t.parts {
-			if n := ps.gaps.Load(); n > 0 {
-				fn(name, p, n, ps.skipped.Load())
+		v := f.topics[name].view.Load()
+		if v == nil {
+			continue
+		}
+		for _, p := range v.parts {
+			if n := p.st.gaps.Load(); n > 0 {
+				fn(name, p.id, n, p.st.skipped.Load())
 			}
 		}
-		t.mu.Unlock()
 	}
 }
