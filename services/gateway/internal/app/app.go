@@ -57,9 +57,11 @@ type App struct {
 	quota   *limit.Redis
 	rdb     *redis.Client
 	trusted []netip.Prefix
-	// ln and srv are the clients' port (streams, dashboard); adminLn and adminSrv the admin port.
+	// ln and srv are the clients' port (streams, dashboard); adminLn and adminSrv the admin port. certs is the
+	// clients' port's certificate with TLS (nil without).
 	ln       net.Listener
-	srv      *http.Server
+	srv      *clientServer
+	certs    *certStore
 	adminLn  net.Listener
 	adminSrv *http.Server
 	// takeOver gives this process every new connection of a clients' port shared with SO_REUSEPORT (nil when
@@ -242,13 +244,34 @@ func (a *App) newAccess() error {
 // bind binds the clients' port and the admin port, and makes their servers.
 func (a *App) bind() error {
 	var err error
+	if a.cfg.TLS.enabled() {
+		if a.certs, err = newCertStore(a.cfg.TLS, a.log); err != nil {
+			return err
+		}
+		if err := a.telemetry.registerTLSMetrics(a.certs); err != nil {
+			return err
+		}
+	}
 	if a.ln, a.takeOver, err = listenClients(a.cfg, a.log); err != nil {
 		return err
+	}
+	if jl, ok := a.ln.(jsonErrorListener); ok && a.certs != nil {
+		// Under TLS, net/http must see the *tls.Conn to offer HTTP/2, so nothing can stand between them to
+		// rewrite its early errors: they stay plain text (listener.go).
+		a.ln = jl.Listener
 	}
 	if a.adminLn, err = listen(a.cfg.AdminListen, headerTimeout); err != nil {
 		return err
 	}
-	a.srv = newServer(a.routes(), headerTimeout)
+	routes := a.routes()
+	a.srv = newClientServer(a.ln, a.certs != nil, func() *http.Server {
+		srv := newServer(routes, headerTimeout)
+		srv.Protocols = a.cfg.TLS.protocols()
+		if a.certs != nil {
+			srv.TLSConfig = a.certs.serverConfig()
+		}
+		return srv
+	})
 	a.adminSrv = newServer(a.adminRoutes(), headerTimeout)
 	return nil
 }
@@ -351,7 +374,7 @@ func (a *App) Run(ctx context.Context) error {
 	}
 	serveErr := make(chan error, 1)
 	adminErr := make(chan error, 1)
-	go func() { serveErr <- a.srv.Serve(a.ln) }()
+	go func() { serveErr <- a.srv.Serve() }()
 	go func() { adminErr <- a.adminSrv.Serve(a.adminLn) }()
 	a.log.Info("gateway listening", "addr", a.ln.Addr().String(), "admin_addr", a.adminLn.Addr().String(), "topics", a.cfg.Topics,
 		"open_files_limit", openFilesLimit())
@@ -378,15 +401,18 @@ func (a *App) Run(ctx context.Context) error {
 			err = errors.Join(err, fmt.Errorf("http server: %w", err2))
 		}
 	}
-	a.streams.Drain()
 	sctx, cancel := context.WithTimeout(context.Background(), a.cfg.Drain+a.cfg.WriteTimeout+time.Second)
 	defer cancel()
+	// HTTP/2 connections get their GOAWAY before their streams end, so that their clients reconnect on new
+	// connections; the port stays open (handover.go).
+	a.srv.handOver(sctx)
+	a.streams.Drain()
 	if werr := a.waitStreams(sctx); werr != nil {
 		a.log.Warn("streams still open after the drain window; closing them", "err", werr)
 	}
 	if serr := a.srv.Shutdown(sctx); serr != nil {
 		a.log.Warn("streams still open after the drain window; closing them", "err", serr)
-		_ = a.srv.Close()
+		a.srv.Close()
 	}
 	if werr := a.streams.Wait(sctx); werr != nil {
 		a.log.Warn("streams still open after the drain window; closing them", "err", werr)

@@ -58,7 +58,11 @@ func startGatewayOn(t *testing.T, brokers, topics []string, mutate func(*Config)
 		t.Fatalf("New: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	g := &gateway{url: "http://" + a.Addr().String(), admin: "http://" + a.AdminAddr().String(), stop: cancel, done: make(chan error, 1)}
+	scheme := "http://"
+	if cfg.TLS.enabled() {
+		scheme = "https://"
+	}
+	g := &gateway{url: scheme + a.Addr().String(), admin: "http://" + a.AdminAddr().String(), stop: cancel, done: make(chan error, 1)}
 	go func() { g.done <- a.Run(ctx) }()
 	t.Cleanup(func() {
 		cancel()
@@ -84,8 +88,14 @@ func (g *gateway) waitReady(t *testing.T) {
 
 func get(t *testing.T, url string) (int, string) {
 	t.Helper()
+	return getVia(t, http.DefaultClient, url)
+}
+
+// getVia is get through the client hc.
+func getVia(t *testing.T, hc *http.Client, url string) (int, string) {
+	t.Helper()
 	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		return 0, err.Error()
 	}
@@ -103,9 +113,15 @@ type sseClient struct {
 
 func connect(t *testing.T, ctx context.Context, url string) *sseClient {
 	t.Helper()
+	return connectVia(t, ctx, http.DefaultClient, url)
+}
+
+// connectVia is connect through the client hc.
+func connectVia(t *testing.T, ctx context.Context, hc *http.Client, url string) *sseClient {
+	t.Helper()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	req.Header.Set("Accept", "text/event-stream")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		t.Fatalf("GET %s: %v", url, err)
 	}

@@ -37,6 +37,8 @@ type Config struct {
 	ListenReusePort bool
 	// serviceSockets is how many sockets the service manager passed (LISTEN_FDS for this process); Load sets it.
 	serviceSockets int
+	// TLS is how the clients' port speaks TLS and HTTP/2 (tls.go).
+	TLS TLSConfig
 	// AdminListen is the HTTP listen address of the admin port: /metrics, /healthz, /readyz and, with
 	// Pprof, /debug/pprof/. Default ":9090".
 	AdminListen string
@@ -203,6 +205,7 @@ func settingsOf(c *Config) []settings.Setting {
 	}
 	own = append(own, ringSettings(c)...)
 	own = append(own, otlpSetting(&c.OTLPEndpoint), hostSetting(&c.AllowedHosts))
+	own = append(own, tlsSettings(&c.TLS)...)
 	own = append(own, limitSettings(&c.Limits)...)
 	own = append(own, authSettings(&c.Auth, &c.CORS)...)
 	return append(own, settings.Kafka(&c.Kafka, "SSEGATE_")...)
@@ -267,6 +270,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("invalid setting admin-listen (SSEGATE_ADMIN_LISTEN): %q is the listen address too; the admin port must be its own", c.AdminListen)
 	}
 	if err := c.validateSockets(); err != nil {
+		return err
+	}
+	if err := c.TLS.validate(); err != nil {
 		return err
 	}
 	if err := c.Limits.validate(); err != nil {

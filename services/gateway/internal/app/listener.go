@@ -33,6 +33,10 @@ import (
 var earlyErrorResponse = regexp.MustCompile(
 	"^HTTP/1\\.1 ([1-5][0-9][0-9]) [^\r\n]*\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n([^\r\n]*)$")
 
+// h2Preface begins the connection preface of HTTP/2 with prior knowledge (RFC 9113, 3.4): a client that sends
+// it speaks h2c, answered in HTTP/2 frames, never in an HTTP/1.1 error.
+var h2Preface = []byte("PRI * HTTP/2.0\r\n")
+
 // maxEarlyError bounds the writes looked at: net/http's early errors are short, frames are not looked at.
 const maxEarlyError = 512
 
@@ -62,6 +66,8 @@ type jsonErrorConn struct {
 	accepted       time.Time
 
 	mu         sync.Mutex
+	began      bool // bytes were read
+	h2         bool // the first bytes were HTTP/2's preface (h2c): nothing is rewritten on this connection
 	aborted    bool // the read deadline is in the past: net/http aborts a read (abortPendingRead), it is no timeout
 	unanswered bool // bytes were read since the last write: a request began and has no answer yet
 	timedOut   bool // a read ended at its deadline while unanswered: the request's headers are late
@@ -104,7 +110,11 @@ func (c *jsonErrorConn) Read(b []byte) (int, error) {
 	var ne net.Error
 	timeout := errors.As(err, &ne) && ne.Timeout()
 	c.mu.Lock()
-	if n > 0 {
+	if n > 0 && !c.began {
+		c.began = true
+		c.h2 = bytes.HasPrefix(b[:n], h2Preface)
+	}
+	if n > 0 && !c.h2 {
 		c.unanswered = true
 	}
 	if timeout && c.unanswered && !c.aborted {
@@ -118,10 +128,10 @@ func (c *jsonErrorConn) Read(b []byte) (int, error) {
 // header timeout).
 func (c *jsonErrorConn) Write(b []byte) (int, error) {
 	c.mu.Lock()
-	timedOut := c.timedOut
+	timedOut, h2 := c.timedOut, c.h2
 	c.unanswered, c.timedOut = false, false
 	c.mu.Unlock()
-	if len(b) <= maxEarlyError && bytes.HasPrefix(b, []byte("HTTP/1.1 ")) {
+	if !h2 && len(b) <= maxEarlyError && bytes.HasPrefix(b, []byte("HTTP/1.1 ")) {
 		if code, msg, ok := parseEarlyError(b, c.maxHeaderBytes); ok {
 			if timedOut && code == http.StatusBadRequest {
 				code, msg = http.StatusRequestTimeout, c.timeoutMessage()

@@ -154,7 +154,7 @@ func metricValue(t *testing.T, g *gateway, name string, labels ...string) float6
 	t.Helper()
 	_, body := get(t, g.admin+"/metrics")
 	for _, line := range strings.Split(body, "\n") {
-		if !strings.HasPrefix(line, name+"{") {
+		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
 			continue
 		}
 		ok := true

@@ -47,9 +47,12 @@ func startPool(t *testing.T, cfg Config, topic *Topic, p Params) *poolServer {
 	return ps
 }
 
+// start starts the server (unless the test started it, with TLS) and closes it when the test ends.
 func (ps *poolServer) start(t *testing.T) *poolServer {
 	t.Helper()
-	ps.hs.Start()
+	if ps.hs.URL == "" {
+		ps.hs.Start()
+	}
 	t.Cleanup(func() {
 		ps.hs.Close()
 		ps.srv.Close()

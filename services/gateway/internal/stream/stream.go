@@ -194,6 +194,12 @@ func (s *Server) Serve(w http.ResponseWriter, r *http.Request, t *Topic, p Param
 			return outcome(s.pool.serve(c, nc, responseHead(h)))
 		}
 	}
+	if s.leaving.Load() {
+		// A stream that only says where it is: its connection closes after it (an HTTP/2 one with a GOAWAY, as
+		// net/http reads this header there), so that the client reconnects on a new connection, which the
+		// Service can send to another pod.
+		h.Set("Connection", "close")
+	}
 	w.WriteHeader(http.StatusOK)
 	c.out = &httpSink{w: w, rc: http.NewResponseController(w)}
 	reason := c.run(r.Context())
