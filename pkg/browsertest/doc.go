@@ -1,5 +1,6 @@
 // Package browsertest holds the page driver of the browser tests: Node scripts (drive.mjs, page.mjs,
-// launch.mjs, dashboard.mjs) that drive Debian's Chromium through playwright-core, one JSON command a line.
+// launch.mjs, dashboard.mjs, streams.mjs) that drive Debian's Chromium through playwright-core, one JSON command
+// a line.
 // `make test` installs their npm packages (package.json, package-lock.json) here; the gateway's browser
 // tests (services/gateway/internal/app, browser_*_test.go) run them under node.
 //
