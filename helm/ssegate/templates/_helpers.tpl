@@ -299,3 +299,54 @@ quota-expiry: {{ . | quote }}
   secret: {secretName: {{ .Values.gateway.auth.keySecret.name | quote }}}
 {{- end }}
 {{- end -}}
+
+{{/*
+TLS and HTTP/2 on the clients' port. With gateway.tls.secretName the port speaks TLS (HTTP/2 by ALPN and
+HTTP/1.1); its Secret is mounted as a folder, never with subPath (whose files never update), so that a renewed
+certificate reaches the running gateway, which reads the files again when they change. gateway.h2c adds
+cleartext HTTP/2 with prior knowledge; the gateway refuses it with TLS, and so does the chart, before install.
+*/}}
+{{- define "ssegate.tlsConfig" -}}
+{{- $t := .Values.gateway.tls -}}
+{{- if and $t.secretName .Values.gateway.h2c }}
+{{- fail "gateway.h2c and gateway.tls.secretName are set together: h2c is cleartext HTTP/2, and with TLS the pods offer HTTP/2 by ALPN already; set one of them" }}
+{{- end }}
+{{- if $t.secretName }}
+tls-cert-file: {{ printf "/etc/ssegate/tls/%s" (required "gateway.tls.certKey is required with gateway.tls.secretName" $t.certKey) | quote }}
+tls-key-file: {{ printf "/etc/ssegate/tls/%s" (required "gateway.tls.keyKey is required with gateway.tls.secretName" $t.keyKey) | quote }}
+{{- end }}
+{{- if .Values.gateway.h2c }}
+h2c: true
+{{- end }}
+{{- end -}}
+
+{{- define "ssegate.tlsVolumeMounts" -}}
+{{- if .Values.gateway.tls.secretName }}
+- {name: tls, mountPath: /etc/ssegate/tls, readOnly: true}
+{{- end }}
+{{- end -}}
+
+{{- define "ssegate.tlsVolumes" -}}
+{{- if .Values.gateway.tls.secretName }}
+- name: tls
+  secret: {secretName: {{ .Values.gateway.tls.secretName | quote }}}
+{{- end }}
+{{- end -}}
+
+{{/* The scheme of the clients' port: https with TLS, else http. */}}
+{{- define "ssegate.scheme" -}}
+{{- if .Values.gateway.tls.secretName }}https{{ else }}http{{ end -}}
+{{- end -}}
+
+{{/*
+The Services' clients' port: its name (https with TLS, else http; the pods' port is named http either way)
+and its appProtocol, which meshes and Gateway API implementations read to pick what they speak to the pods:
+https (the IANA service name) with TLS, kubernetes.io/h2c (HTTP/2 with prior knowledge) with h2c, none else.
+*/}}
+{{- define "ssegate.servicePortName" -}}
+{{- include "ssegate.scheme" . -}}
+{{- end -}}
+
+{{- define "ssegate.appProtocol" -}}
+{{- if .Values.gateway.tls.secretName }}https{{ else if .Values.gateway.h2c }}kubernetes.io/h2c{{ end -}}
+{{- end -}}

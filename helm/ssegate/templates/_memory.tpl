@@ -35,7 +35,9 @@ ssegate.ringMemory: bytes the gateway's rings may hold together: the budget, or 
 ssegate.memoryLimit: the gateway container's memory limit in bytes: the one in resources, else derived so
 that GOMEMLIMIT (goMemLimitPercent of it) covers the rings, the replay block cache (replayCacheBytes, which
 also sets the gateway's replay-cache-bytes), the unfinished writes to slow clients (pendingWriteBytes, the
-gateway's pending-write-bytes), the connections and the base, rounded up to a MiB.
+gateway's pending-write-bytes), the connections and the base, rounded up to a MiB. A connection costs
+connectionKiB, or unpooledConnectionKiB when the pods speak TLS or h2c: TLS connections and HTTP/2 streams are
+served by a goroutine each, outside the writer pool that makes a plain HTTP/1.1 connection cheap.
 */}}
 {{- define "ssegate.memoryLimit" -}}
 {{- $g := .Values.gateway -}}
@@ -44,7 +46,9 @@ gateway's pending-write-bytes), the connections and the base, rounded up to a Mi
 {{- include "ssegate.bytes" $given -}}
 {{- else -}}
 {{- $m := $g.memory -}}
-{{- $need := add (include "ssegate.ringMemory" .) (include "ssegate.bytes" $g.replayCacheBytes) (include "ssegate.bytes" $g.pendingWriteBytes) (mul $m.connections $m.connectionKiB 1024) (mul $m.baseMiB 1048576) -}}
+{{- $connKiB := $m.connectionKiB -}}
+{{- if or $g.tls.secretName $g.h2c }}{{ $connKiB = $m.unpooledConnectionKiB }}{{ end -}}
+{{- $need := add (include "ssegate.ringMemory" .) (include "ssegate.bytes" $g.replayCacheBytes) (include "ssegate.bytes" $g.pendingWriteBytes) (mul $m.connections $connKiB 1024) (mul $m.baseMiB 1048576) -}}
 {{- $limit := div (add (mul $need 100) (sub $m.goMemLimitPercent 1)) $m.goMemLimitPercent -}}
 {{- mul (div (add $limit 1048575) 1048576) 1048576 -}}
 {{- end -}}

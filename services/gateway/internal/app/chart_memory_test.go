@@ -9,8 +9,9 @@ import (
 )
 
 // TestChartMemory: the gateway container's memory limit and GOMEMLIMIT follow from the ring settings, the
-// replay block cache, the connections a pod is sized for and the base, as values.yaml and docs/kubernetes.md
-// say; the replay cache's value is the gateway's replay-cache-bytes too; a limit given in resources wins, and
+// replay block cache, the connections a pod is sized for (at unpooledConnectionKiB each when the pods speak TLS
+// or h2c, whose connections and streams the writer pool does not serve) and the base, as values.yaml and
+// docs/kubernetes.md say; the replay cache's value is the gateway's replay-cache-bytes too; a limit given in resources wins, and
 // GOMEMLIMIT is then a share of it.
 func TestChartMemory(t *testing.T) {
 	const Ki, Mi, Gi = int64(1) << 10, int64(1) << 20, int64(1) << 30
@@ -81,6 +82,24 @@ func TestChartMemory(t *testing.T) {
 				"memory": map[string]any{"connections": 100000, "connectionKiB": 3, "baseMiB": 256, "goMemLimitPercent": 80},
 			},
 			derived(2*Gi, 32*Mi, 32*Mi, 100000, 3, 256, 80), "", nil,
+		},
+		{
+			"TLS: connections outside the writer pool",
+			map[string]any{"topics": []any{"t"}, "tls": map[string]any{"secretName": "gateway-tls"}},
+			derived(64*Mi, 32*Mi, 32*Mi, 10000, 36, 128, 90), "676Mi", nil,
+		},
+		{
+			"h2c: HTTP/2 streams outside the writer pool",
+			map[string]any{"topics": []any{"t"}, "h2c": true},
+			derived(64*Mi, 32*Mi, 32*Mi, 10000, 36, 128, 90), "676Mi", nil,
+		},
+		{
+			"TLS with a cost per connection of its own",
+			map[string]any{
+				"topics": []any{"t"}, "tls": map[string]any{"secretName": "gateway-tls"},
+				"memory": map[string]any{"connections": 20000, "unpooledConnectionKiB": 50, "goMemLimitPercent": 90},
+			},
+			derived(64*Mi, 32*Mi, 32*Mi, 20000, 50, 128, 90), "", nil,
 		},
 		{
 			"a limit given in resources wins",

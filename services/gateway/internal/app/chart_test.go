@@ -51,6 +51,7 @@ var chartValueSets = map[string]map[string]any{
 			"ingress":     map[string]any{"enabled": true, "hosts": []any{"events.example.com"}},
 			"httpRoute":   map[string]any{"enabled": true, "parentRefs": []any{map[string]any{"name": "public"}}},
 			"pprof":       true,
+			"tls":         map[string]any{"secretName": "ssegate-tls"},
 			"auth": map[string]any{
 				"topicModes": map[string]any{"payments": "none"}, "algorithms": []any{"RS256", "ES256"},
 				"keySecret": map[string]any{"name": "issuer-keys", "key": "keys.pem", "format": "pem"},
@@ -242,9 +243,21 @@ func checkChartInvariants(t *testing.T, vals map[string]any, typed []runtime.Obj
 		t.Fatal("no gateway ConfigMap")
 	}
 	// Every file the configuration names is in a volume the container mounts (a Secret's, mounted as a folder
-	// so that a rotated Secret reaches the running gateway); here each becomes a file of a temporary folder.
+	// so that a rotated Secret reaches the running gateway); here each becomes a file of a temporary folder,
+	// the clients' port's certificate and key a pair that loads (the gateway loads it at start).
 	dir := t.TempDir()
 	text := cm.Data["gateway.yaml"]
+	var tlsFiles struct {
+		Cert string `yaml:"tls-cert-file"`
+		Key  string `yaml:"tls-key-file"`
+	}
+	if err := yaml.Unmarshal([]byte(text), &tlsFiles); err != nil {
+		t.Fatalf("the gateway's configuration: %v", err)
+	}
+	contents := map[string][]byte{}
+	if tlsFiles.Cert != "" {
+		contents[tlsFiles.Cert], contents[tlsFiles.Key] = chartTestPair(t)
+	}
 	for _, path := range regexp.MustCompile(`/etc/ssegate/[\w./-]+`).FindAllString(text, -1) {
 		mounted := false
 		for _, m := range c.VolumeMounts {
@@ -254,7 +267,11 @@ func checkChartInvariants(t *testing.T, vals map[string]any, typed []runtime.Obj
 			t.Errorf("the configuration names %s, which no volume of the container holds: %+v", path, c.VolumeMounts)
 		}
 		local := filepath.Join(dir, strings.ReplaceAll(strings.TrimPrefix(path, "/etc/ssegate/"), "/", "_"))
-		_ = os.WriteFile(local, []byte("x"), 0o600)
+		content, ok := contents[path]
+		if !ok {
+			content = []byte("x")
+		}
+		_ = os.WriteFile(local, content, 0o600)
 		text = strings.ReplaceAll(text, path, local)
 	}
 	file := filepath.Join(dir, "gateway.yaml")
@@ -269,20 +286,31 @@ func checkChartInvariants(t *testing.T, vals map[string]any, typed []runtime.Obj
 		t.Errorf("drain %v, endpoint propagation %v; want %d s and %d s", cfg.Drain, cfg.Propagation, drain, prop)
 	}
 	checkChartAuth(t, vals, cfg)
+	checkChartTLS(t, vals, cfg, typed)
 	if tr, _ := vals["tracing"].(map[string]any); cfg.OTLPEndpoint != fmt.Sprint(map[bool]any{true: tr["otlpEndpoint"], false: ""}[tr != nil]) {
 		t.Errorf("the gateway's otlp-endpoint %q, want the chart's tracing.otlpEndpoint %v", cfg.OTLPEndpoint, tr)
 	}
 	// The Service for clients exposes the stream port only; the admin port is on the headless Service.
+	var clientPort string
 	for _, svc := range find[*corev1.Service](typed) {
 		if strings.HasSuffix(svc.Name, "-gateway") {
 			if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].TargetPort.StrVal != "http" || svc.Spec.SessionAffinity != corev1.ServiceAffinityNone {
 				t.Errorf("client Service %+v", svc.Spec)
 			}
+			clientPort = svc.Spec.Ports[0].Name
 		}
 	}
 	for _, ing := range find[*networkingv1.Ingress](typed) {
 		if ing.Annotations["nginx.ingress.kubernetes.io/proxy-buffering"] != "off" || ing.Annotations["nginx.ingress.kubernetes.io/proxy-read-timeout"] != "3600" {
 			t.Errorf("Ingress without SSE-safe settings: %v", ing.Annotations)
+		}
+		// The Ingress's backend is the client Service's port, by its name.
+		for _, r := range ing.Spec.Rules {
+			for _, p := range r.HTTP.Paths {
+				if p.Backend.Service == nil || p.Backend.Service.Port.Name != clientPort {
+					t.Errorf("Ingress backend %+v, want the client Service's port %q", p.Backend, clientPort)
+				}
+			}
 		}
 	}
 	for _, m := range other {
