@@ -72,6 +72,8 @@ type App struct {
 	cors     *corsPolicy // which other origins' pages may
 	hosts    *hostPolicy // which Host headers the clients' port answers (nil: any)
 	refused  refusals    // streams refused before they start, for a token, scope, origin or host
+	// publisher is the publishing side (publish.go); nil when no topic is open for it.
+	publisher *publisher
 }
 
 // maxHeaderBytes bounds a request's line and headers (a Last-Event-ID of many partitions is long).
@@ -128,6 +130,12 @@ func (a *App) build() error {
 	}
 	a.limits, a.quota, a.rdb = limits, quota, rdb
 	if err := a.telemetry.registerLimitMetrics(a.limits, a.quota); err != nil {
+		return err
+	}
+	if err := a.newPublisher(kopts, a.tracing.Provider.Tracer(instrumentation, trace.WithInstrumentationVersion(tel.Version()))); err != nil {
+		return err
+	}
+	if err := a.telemetry.registerPublishMetrics(a.publisher); err != nil {
 		return err
 	}
 	return a.bind()
@@ -314,6 +322,7 @@ func (a *App) release() {
 			_ = ln.Close()
 		}
 	}
+	a.publisher.close()
 	a.closeLimits()
 	if a.feed != nil {
 		a.feed.Close()
@@ -422,6 +431,8 @@ func (a *App) Run(ctx context.Context) error {
 	if rerr := a.replays.Wait(sctx); rerr != nil {
 		a.log.Warn("replay reads still running after the drain window", "err", rerr)
 	}
+	// Every request has been answered: no record is published any more.
+	a.publisher.close()
 	// Every stream has ended and released its lease: give back what the pod still holds in Redis at once
 	// rather than letting it expire.
 	a.closeLimits()

@@ -39,6 +39,8 @@ type Config struct {
 	serviceSockets int
 	// TLS is how the clients' port speaks TLS and HTTP/2 (tls.go).
 	TLS TLSConfig
+	// Publish is who may publish into which topic, and its bounds (config_publish.go).
+	Publish PublishConfig
 	// AdminListen is the HTTP listen address of the admin port: /metrics, /healthz, /readyz and, with
 	// Pprof, /debug/pprof/. Default ":9090".
 	AdminListen string
@@ -166,6 +168,7 @@ func defaults() Config {
 		CheckpointReaders: 4,
 		LogLevel:          slog.LevelInfo,
 		Auth:              authDefaults(),
+		Publish:           publishDefaults(),
 	}
 }
 
@@ -206,6 +209,7 @@ func settingsOf(c *Config) []settings.Setting {
 	own = append(own, ringSettings(c)...)
 	own = append(own, otlpSetting(&c.OTLPEndpoint), hostSetting(&c.AllowedHosts))
 	own = append(own, tlsSettings(&c.TLS)...)
+	own = append(own, publishSettings(&c.Publish)...)
 	own = append(own, limitSettings(&c.Limits)...)
 	own = append(own, authSettings(&c.Auth, &c.CORS)...)
 	return append(own, settings.Kafka(&c.Kafka, "SSEGATE_")...)
@@ -273,6 +277,9 @@ func (c Config) Validate() error {
 		return err
 	}
 	if err := c.TLS.validate(); err != nil {
+		return err
+	}
+	if err := c.validatePublish(); err != nil {
 		return err
 	}
 	if err := c.Limits.validate(); err != nil {

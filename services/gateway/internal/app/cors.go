@@ -150,6 +150,23 @@ func sameOrigin(r *http.Request, origin string) bool {
 // (refuse, a 403) requests from other origins before any work is done for them. Vary: Origin is always set,
 // so that a cache never serves one origin's answer to another.
 func (p *corsPolicy) handler(refuse func(c *gin.Context, origin string)) gin.HandlerFunc {
+	return p.handlerFor(streamCORSRoute, refuse)
+}
+
+// corsRoute is what a route lets other origins' pages do: its methods, and the request headers they may send
+// (lower case).
+type corsRoute struct {
+	methods string
+	headers map[string]bool
+}
+
+var (
+	streamCORSRoute  = corsRoute{methods: "GET", headers: corsRequestHeaders}
+	publishCORSRoute = corsRoute{methods: "POST", headers: map[string]bool{"authorization": true, "content-type": true, "idempotency-key": true}}
+)
+
+// handlerFor is handler for a route of its own.
+func (p *corsPolicy) handlerFor(route corsRoute, refuse func(c *gin.Context, origin string)) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		h := c.Writer.Header()
 		h.Add("Vary", "Origin")
@@ -179,10 +196,10 @@ func (p *corsPolicy) handler(refuse func(c *gin.Context, origin string)) gin.Han
 		if c.Request.Method == http.MethodOptions && c.Request.Header.Get("Access-Control-Request-Method") != "" {
 			h.Add("Vary", "Access-Control-Request-Method")
 			h.Add("Vary", "Access-Control-Request-Headers")
-			h.Set("Access-Control-Allow-Methods", "GET")
+			h.Set("Access-Control-Allow-Methods", route.methods)
 			var allow []string
 			for _, name := range strings.Split(c.Request.Header.Get("Access-Control-Request-Headers"), ",") {
-				if name = strings.ToLower(strings.TrimSpace(name)); corsRequestHeaders[name] {
+				if name = strings.ToLower(strings.TrimSpace(name)); route.headers[name] {
 					allow = append(allow, name)
 				}
 			}
@@ -194,7 +211,7 @@ func (p *corsPolicy) handler(refuse func(c *gin.Context, origin string)) gin.Han
 			return
 		}
 		// A page reading a refusal may want the challenge that says why.
-		h.Set("Access-Control-Expose-Headers", "WWW-Authenticate")
+		h.Set("Access-Control-Expose-Headers", "WWW-Authenticate, Retry-After")
 		c.Next()
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ssegate/ssegate/services/gateway/internal/auth"
 	"github.com/ssegate/ssegate/services/gateway/internal/limit"
+	"github.com/ssegate/ssegate/services/gateway/internal/publish"
 	"github.com/ssegate/ssegate/services/gateway/internal/stream"
 )
 
@@ -38,7 +39,10 @@ func abort(c *gin.Context, err error) {
 	var pe *stream.ParamError
 	var lr *limit.Refusal
 	var ae *auth.Error
+	var ie *publish.InputError
 	switch {
+	case errors.As(err, &ie):
+		status = ie.Status
 	case errors.As(err, &pe):
 		status, body["param"] = http.StatusBadRequest, pe.Param
 	case errors.As(err, &ae):
@@ -73,6 +77,9 @@ func (a *App) routes() *gin.Engine {
 	r.OPTIONS("/streams/:topic", cors, handleOptions)
 	r.GET("/", cors, a.handleDashboard)
 	r.OPTIONS("/", cors, handleOptions)
+	publishCORS := a.cors.handlerFor(publishCORSRoute, a.refuseOrigin)
+	r.POST("/topics/:topic/records", publishCORS, a.handlePublish)
+	r.OPTIONS("/topics/:topic/records", publishCORS, handlePublishOptions)
 	return r
 }
 
@@ -147,6 +154,12 @@ func (a *App) refuseOrigin(c *gin.Context, origin string) {
 // handleOptions answers an OPTIONS request that is not a CORS preflight (the CORS handler answers those).
 func handleOptions(c *gin.Context) {
 	c.Header("Allow", "GET, OPTIONS")
+	c.Status(http.StatusNoContent)
+}
+
+// handlePublishOptions answers an OPTIONS request of the records route that is not a CORS preflight.
+func handlePublishOptions(c *gin.Context) {
+	c.Header("Allow", "POST, OPTIONS")
 	c.Status(http.StatusNoContent)
 }
 

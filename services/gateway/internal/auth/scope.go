@@ -58,7 +58,8 @@ type Claims struct {
 //	{"ssegate": {"topics": ["orders", "user-*"], "keys": ["user-42"], "events": ["order.paid"]}}
 //
 // topics is required; keys and events are optional and, when given, are forced on every stream of every
-// topic the token allows. Anything else in the claim is refused (a misspelled "key" must not widen a scope).
+// topic the token allows. publish (topic patterns) and publish_keys are what the token may write, apart from
+// what it may read. Anything else in the claim is refused (a misspelled "key" must not widen a scope).
 type Scope struct {
 	// Topics are the topics the token allows: names or patterns with *, ? and [...] as in path.Match.
 	Topics []string
@@ -67,19 +68,39 @@ type Scope struct {
 	Keys []string
 	// Events, when not nil, are the only event types the token's streams get.
 	Events []string
+	// Publish are the topics the token may publish into (POST /topics/{topic}/records), patterns as Topics.
+	// Reading a topic never allows writing it.
+	Publish []string
+	// PublishKeys, when not nil, are the only record keys the token may publish (a record without a key is
+	// then refused too).
+	PublishKeys []string
 }
 
-// AllowsTopic says whether the scope covers the topic.
-func (s *Scope) AllowsTopic(topic string) bool {
+// AllowsPublish says whether the scope lets its token publish into topic.
+func (s *Scope) AllowsPublish(topic string) bool {
+	return s != nil && matchAny(s.Publish, topic)
+}
+
+// AllowsPublishKey says whether the scope lets its token publish a record with key (nil: no key).
+func (s *Scope) AllowsPublishKey(key []byte) bool {
 	if s == nil {
 		return false
 	}
-	for _, p := range s.Topics {
+	return s.PublishKeys == nil || (key != nil && slices.Contains(s.PublishKeys, string(key)))
+}
+
+func matchAny(patterns []string, topic string) bool {
+	for _, p := range patterns {
 		if ok, err := path.Match(p, topic); err == nil && ok {
 			return true
 		}
 	}
 	return false
+}
+
+// AllowsTopic says whether the scope covers the topic.
+func (s *Scope) AllowsTopic(topic string) bool {
+	return s != nil && matchAny(s.Topics, topic)
 }
 
 // parseScope reads the scope claim's JSON strictly: an object with a topics list and optional keys and events
@@ -96,9 +117,11 @@ func parseScope(raw []byte) (*Scope, error) {
 		}
 	}
 	var js struct {
-		Topics *[]string `json:"topics"`
-		Keys   *[]string `json:"keys"`
-		Events *[]string `json:"events"`
+		Topics      *[]string `json:"topics"`
+		Keys        *[]string `json:"keys"`
+		Events      *[]string `json:"events"`
+		Publish     *[]string `json:"publish"`
+		PublishKeys *[]string `json:"publish_keys"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
@@ -109,12 +132,17 @@ func parseScope(raw []byte) (*Scope, error) {
 		return nil, fmt.Errorf("topics is required")
 	}
 	s := &Scope{Topics: *js.Topics}
-	for _, p := range s.Topics {
-		if _, err := path.Match(p, ""); err != nil || p == "" {
-			return nil, fmt.Errorf("topics: %q is not a topic pattern", p)
+	if js.Publish != nil {
+		s.Publish = append([]string{}, *js.Publish...)
+	}
+	for name, list := range map[string][]string{"topics": s.Topics, "publish": s.Publish} {
+		for _, p := range list {
+			if _, err := path.Match(p, ""); err != nil || p == "" {
+				return nil, fmt.Errorf("%s: %q is not a topic pattern", name, p)
+			}
 		}
 	}
-	for name, list := range map[string]*[]string{"keys": js.Keys, "events": js.Events} {
+	for name, list := range map[string]*[]string{"keys": js.Keys, "events": js.Events, "publish_keys": js.PublishKeys} {
 		if list != nil && slices.Contains(*list, "") {
 			return nil, fmt.Errorf("%s: empty value", name)
 		}
@@ -124,6 +152,9 @@ func parseScope(raw []byte) (*Scope, error) {
 	}
 	if js.Events != nil {
 		s.Events = append([]string{}, *js.Events...)
+	}
+	if js.PublishKeys != nil {
+		s.PublishKeys = append([]string{}, *js.PublishKeys...)
 	}
 	return s, nil
 }

@@ -280,7 +280,10 @@ type bucket struct {
 }
 
 // take takes a token at now; without one it returns how long until the next.
-func (b *bucket) take(now time.Time) (bool, time.Duration) {
+func (b *bucket) take(now time.Time) (bool, time.Duration) { return b.takeN(1, now) }
+
+// takeN takes n tokens at now, all or none; without them it returns how long until there are.
+func (b *bucket) takeN(n float64, now time.Time) (bool, time.Duration) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if !b.last.IsZero() {
@@ -289,9 +292,12 @@ func (b *bucket) take(now time.Time) (bool, time.Duration) {
 		}
 	}
 	b.last = now
-	if b.tokens >= 1 {
-		b.tokens--
+	if b.tokens >= n {
+		b.tokens -= n
 		return true, 0
 	}
-	return false, time.Duration((1 - b.tokens) / b.rate * float64(time.Second))
+	if n > b.burst {
+		return false, time.Duration(b.burst / b.rate * float64(time.Second))
+	}
+	return false, time.Duration((n - b.tokens) / b.rate * float64(time.Second))
 }

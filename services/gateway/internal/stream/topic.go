@@ -233,3 +233,26 @@ func setOrDrop(v position.Vector, p int32, off int64) position.Vector {
 	}
 	return v.Restrict(keep)
 }
+
+// Position returns where a from=latest stream of the topic would start now: the ring's head, never before the
+// partitions' last stable offsets at start.
+func (t *Topic) Position() position.Vector {
+	_, id := t.Ring.Start(nil)
+	var head position.Vector
+	if len(id) > 0 {
+		var err error
+		if head, err = position.Parse(string(id)); err != nil {
+			panic("stream: the ring holds a malformed head id: " + err.Error())
+		}
+	}
+	return latest(t, head)
+}
+
+// IDAfter returns the v1 id of the position right after the record at offset of partition: a stream opened
+// or resumed from it gets what comes after that record in its partition, and what comes after the topic's
+// head now in the others (the id a client that published the record resumes from to read its own write).
+func (t *Topic) IDAfter(partition int32, offset int64) string {
+	pos := t.Position()
+	pos.Set(partition, offset)
+	return pos.String()
+}
