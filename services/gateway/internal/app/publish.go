@@ -57,8 +57,9 @@ const (
 
 var publishResultNames = [numPublishResults]string{"published", "duplicate", "rejected", "refused", "busy", "failed"}
 
-// producerSettle leaves a claim on an idempotency key held this much past the produce timeout.
-const producerSettle = 10 * time.Second
+// producerSettle leaves a claim on an idempotency key held this much past the produce timeout (for the store's
+// round trips).
+const producerSettle = 2 * time.Second
 
 // newPublisher makes the publishing side when a topic is open for it: its producer, its idempotency store
 // (Redis with redis-addr, else memory) and rates.
@@ -97,7 +98,7 @@ func (a *App) newPublisher(kopts []kgo.Opt, tracer trace.Tracer) error {
 		Start:            func(topic string, part int32) int64 { return a.nextOffset(topic, part) },
 		MaxPendingBytes:  pc.PendingBytes,
 		QueueWait:        pc.QueueWait,
-		Lease:            pc.Timeout + producerSettle,
+		Lease:            pc.QueueWait + pc.Timeout + producerSettle,
 		Owner:            owner,
 		KeysAnyPartition: a.cfg.KeyPartitioner == "any",
 		Logger:           a.log.With("component", "publish"),
