@@ -200,6 +200,7 @@ func (a *App) newStreams(formats map[string]feed.ValueFormat, resolver *checkpoi
 		Logger:       a.log,
 		Tracer:       tracer,
 		Observer:     obs,
+		WS:           stream.WSConfig{ReadLimit: cfg.WSMaxMessageBytes, Compression: cfg.WSCompression},
 	})
 	a.replays = replay.NewPool(replay.Config{Readers: cfg.ReplayReaders, CacheBytes: cfg.ReplayCacheBytes, Tracer: tracer}, a.replayLog)
 	for _, name := range a.feed.Topics() {

@@ -41,6 +41,12 @@ type Config struct {
 	TLS TLSConfig
 	// Publish is who may publish into which topic, and its bounds (config_publish.go).
 	Publish PublishConfig
+	// WSMaxMessageBytes bounds a message a WebSocket client sends (acknowledgements, its first message); a
+	// larger one closes the connection (1009). Default 64KiB.
+	WSMaxMessageBytes int64
+	// WSCompression offers permessage-deflate on WebSockets. Default false: it costs memory and CPU per
+	// connection, and the messages are small.
+	WSCompression bool
 	// AdminListen is the HTTP listen address of the admin port: /metrics, /healthz, /readyz and, with
 	// Pprof, /debug/pprof/. Default ":9090".
 	AdminListen string
@@ -169,6 +175,7 @@ func defaults() Config {
 		LogLevel:          slog.LevelInfo,
 		Auth:              authDefaults(),
 		Publish:           publishDefaults(),
+		WSMaxMessageBytes: 64 << 10,
 	}
 }
 
@@ -204,6 +211,8 @@ func settingsOf(c *Config) []settings.Setting {
 		setting("position-topic", "topic of the checkpoints v2 ids refer to, written with id-format v2 and read by every gateway that has one; the same on every gateway of a deployment (default: "+defaultPositionTopic+" with id-format v2, none with v1: v2 ids are then invalid)", settings.String(&c.PositionTopic)),
 		setting("checkpoint-readers", "Kafka reads of the checkpoints v2 ids refer to, at most at once; more wait their turn", settings.Int(&c.CheckpointReaders)),
 		setting("checkpoint-writer", "name of this gateway in the checkpoints it writes (default: the host name)", settings.String(&c.CheckpointWriter)),
+		setting("ws-max-message-bytes", "largest message a WebSocket client may send (acknowledgements, its first message); a larger one closes the connection with 1009", settings.Bytes(&c.WSMaxMessageBytes)),
+		setting("ws-compression", "offer permessage-deflate on WebSocket streams", settings.Bool(&c.WSCompression)),
 		setting("log-level", "lowest level logged: debug, info, warn, error", settings.Level(&c.LogLevel)),
 	}
 	own = append(own, ringSettings(c)...)
@@ -311,6 +320,7 @@ func (c Config) Validate() error {
 		{"position-topic", c.PositionTopic != "" && slices.Contains(c.Topics, c.PositionTopic), "a topic name that is not a served topic"},
 		{"position-topic", c.PositionTopic == "" && c.IDFormat == "v2", "set with id-format v2"},
 		{"checkpoint-readers", c.CheckpointReaders < 1 || c.CheckpointReaders > 1000, "from 1 to 1000"},
+		{"ws-max-message-bytes", c.WSMaxMessageBytes < 256 || c.WSMaxMessageBytes > 16<<20, "from 256 to 16MiB"},
 	}
 	for _, ch := range checks {
 		if ch.bad {

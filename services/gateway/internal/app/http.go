@@ -75,6 +75,7 @@ func (a *App) routes() *gin.Engine {
 	cors := a.cors.handler(a.refuseOrigin)
 	r.GET("/streams/:topic", cors, a.handleStream)
 	r.OPTIONS("/streams/:topic", cors, handleOptions)
+	r.GET("/ws/:topic", cors, a.handleWebSocket)
 	r.GET("/", cors, a.handleDashboard)
 	r.OPTIONS("/", cors, handleOptions)
 	publishCORS := a.cors.handlerFor(publishCORSRoute, a.refuseOrigin)
@@ -101,35 +102,61 @@ func newEngine(log *slog.Logger) *gin.Engine {
 }
 
 func (a *App) handleStream(c *gin.Context) {
+	name, p, ok := a.streamRequest(c)
+	if !ok {
+		return
+	}
+	a.streams.Serve(c.Writer, c.Request, a.streamTopics[name], p, a.stats[name])
+}
+
+// handleWebSocket serves GET /ws/{topic}: the stream of /streams/{topic}, with the same parameters, tokens,
+// scopes, origins and limits, on a WebSocket (stream.ServeWebSocket).
+func (a *App) handleWebSocket(c *gin.Context) {
+	o, err := stream.ParseWSOptions(c.Request.URL.Query())
+	if err != nil {
+		abort(c, err)
+		return
+	}
+	name, p, ok := a.streamRequest(c)
+	if !ok {
+		return
+	}
+	a.streams.ServeWebSocket(c.Writer, c.Request, a.streamTopics[name], p, o, a.stats[name])
+}
+
+// streamRequest admits a stream request, whatever its transport: the topic, the token and its scope, the
+// parameters, the limits. It returns the topic and the stream's parameters (whose OnEnd gives the limits'
+// slots back), or false when it answered the request with a refusal.
+func (a *App) streamRequest(c *gin.Context) (string, stream.Params, bool) {
 	name := c.Param("topic")
 	t := a.feed.Topic(name)
 	if t == nil {
 		abort(c, errNotFound("topic "+name+" is not served by this gateway"))
-		return
+		return "", stream.Params{}, false
 	}
 	gr, err := a.gate.admit(c.Request, name)
 	if err != nil {
 		a.refuse(c, name, err)
-		return
+		return "", stream.Params{}, false
 	}
 	p, err := stream.ParseParams(c.Request.URL.Query(), c.Request.Header, a.cfg.Heartbeat)
 	if err != nil {
 		abort(c, err)
-		return
+		return "", stream.Params{}, false
 	}
 	if err := gr.apply(a.gate, &p); err != nil {
 		a.refuse(c, name, err)
-		return
+		return "", stream.Params{}, false
 	}
 	lease, err := a.admit(c, gr.subject())
 	if err != nil {
 		abort(c, err)
-		return
+		return "", stream.Params{}, false
 	}
 	// The slots come back when the stream really ends, also for a stream the writer pool serves (Serve
 	// returns long before).
 	p.OnEnd = func(stream.CloseReason) { lease.Release() }
-	a.streams.Serve(c.Writer, c.Request, a.streamTopics[name], p, a.stats[name])
+	return name, p, true
 }
 
 // refuse answers a stream request its token does not allow, and counts it. The token itself is never logged.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -178,7 +179,13 @@ func (c *conn) replay(ctx context.Context, t *Topic, p Params, ranges []replay.R
 			return nil
 		}
 		c.idBuf, _ = c.pos.AppendText(c.idBuf[:0])
+		start := len(c.buf)
 		c.buf = feed.AppendFrame(c.buf, c.idBuf, rec, t.ValueFormat)
+		if c.meta {
+			at := start + len("id: ") + len(c.idBuf) + 1
+			c.metaBuf = appendMeta(c.metaBuf[:0], rec.Partition, rec.Offset, rec.Key)
+			c.buf = slices.Insert(c.buf, at, c.metaBuf...)
+		}
 		c.frames++
 		c.stats.Frames.Add(1)
 		if len(c.buf) >= slowFlushBytes || first {

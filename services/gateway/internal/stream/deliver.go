@@ -2,8 +2,10 @@ package stream
 
 import (
 	"bytes"
+	"encoding/base64"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -148,9 +150,16 @@ func (c *conn) deliverFrame(f ring.Frame, p Params) (synced bool) {
 	if !feedResync(f, nl) && !p.keeps(f.Key, func() string { return frameType(f.Bytes[nl+1:]) }) {
 		return synced
 	}
-	if synced {
+	switch {
+	case c.meta:
+		c.buf = append(c.buf, "id: "...)
+		c.buf = append(c.buf, c.idBuf...)
+		c.buf = append(c.buf, '\n')
+		c.buf = appendMeta(c.buf, f.Partition, f.Offset, f.Key)
+		c.buf = append(c.buf, f.Bytes[nl+1:]...)
+	case synced:
 		c.buf = append(c.buf, f.Bytes...)
-	} else {
+	default:
 		c.buf = append(c.buf, "id: "...)
 		c.buf = append(c.buf, c.idBuf...)
 		c.buf = append(c.buf, f.Bytes[nl:]...)
@@ -268,4 +277,24 @@ func (c *conn) tokenFrame(typ, data string) []byte {
 		id, _ = c.pos.AppendText(nil)
 	}
 	return sse.AppendEventBytes(nil, id, []byte(typ), []byte(data))
+}
+
+// metaPrefix starts the comment line that carries a record frame's partition, offset and key to a transport
+// that asked for them (conn.meta): "::m <partition> <offset> <key in base64, or - for none>". A comment, so the
+// frame stays a valid SSE frame.
+var metaPrefix = []byte("::m ")
+
+// appendMeta appends the meta line of a record.
+func appendMeta(dst []byte, partition int32, offset int64, key []byte) []byte {
+	dst = append(dst, metaPrefix...)
+	dst = strconv.AppendInt(dst, int64(partition), 10)
+	dst = append(dst, ' ')
+	dst = strconv.AppendInt(dst, offset, 10)
+	dst = append(dst, ' ')
+	if key == nil {
+		dst = append(dst, '-')
+	} else {
+		dst = base64.StdEncoding.AppendEncode(dst, key)
+	}
+	return append(dst, '\n')
 }

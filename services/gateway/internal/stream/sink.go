@@ -2,6 +2,7 @@ package stream
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"net"
 	"net/http"
@@ -124,11 +125,11 @@ func responseHead(h http.Header) []byte {
 }
 
 // writeReason is the reason a stream ends after a failed write: a peer that closed or reset the connection
-// is a client gone, a connection the server closed (Server.Close) a shutdown, anything else (a timeout) a
+// (or a WebSocket whose reads found it gone, which cancels the write) is a client gone, a connection the server closed (Server.Close) a shutdown, anything else (a timeout) a
 // failed write.
 func writeReason(err error) CloseReason {
 	switch {
-	case errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET):
+	case errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, context.Canceled):
 		return ReasonClientGone
 	case errors.Is(err, net.ErrClosed):
 		return ReasonShutdown

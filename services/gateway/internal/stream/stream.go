@@ -54,6 +54,8 @@ type Config struct {
 	Tracer trace.Tracer
 	// Observer receives resume latencies and sampled delivery lags (see Observer). Nil means none.
 	Observer Observer
+	// WS configures the WebSocket transport (ws.go). A zero ReadLimit means 64 KiB.
+	WS WSConfig
 }
 
 // Indexes of Stats.Resyncs.
@@ -90,8 +92,9 @@ type Server struct {
 	log       *slog.Logger
 	drainOnce sync.Once
 	draining  chan struct{}
-	leaving   atomic.Bool // see Leave
-	pool      *pool       // nil when Writers is zero
+	leaving   atomic.Bool  // see Leave
+	sockets   atomic.Int64 // WebSocket streams open (ws.go), which net/http does not track
+	pool      *pool        // nil when Writers is zero
 	tracer    trace.Tracer
 	pending   atomic.Int64 // bytes of writes not finished (see Config.PendingBytes)
 }
@@ -118,6 +121,9 @@ func NewServer(cfg Config) *Server {
 	}
 	if cfg.WriteTimeout == 0 {
 		cfg.WriteTimeout = 10 * time.Second
+	}
+	if cfg.WS.ReadLimit == 0 {
+		cfg.WS.ReadLimit = 64 << 10
 	}
 	if cfg.MaxWriteBytes == 0 {
 		cfg.MaxWriteBytes = 64 << 10
@@ -150,9 +156,16 @@ func (s *Server) Drain() {
 	s.drainOnce.Do(func() { close(s.draining) })
 }
 
-// Wait waits until every stream whose connection was taken over from net/http has ended (http.Server's
-// Shutdown does not wait for those), or ctx ends.
+// Wait waits until every stream whose connection was taken over from net/http (the writer pool's, and
+// WebSockets) has ended (http.Server's Shutdown does not wait for those), or ctx ends.
 func (s *Server) Wait(ctx context.Context) error {
+	for s.sockets.Load() > 0 {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 	if s.pool == nil {
 		return nil
 	}
@@ -228,6 +241,12 @@ type conn struct {
 	tokNotice int64 // when the token-expiring frame is due (monoNow); 0 for none
 	tokEnd    int64 // when the token expires and the stream ends (monoNow); 0 for never
 	tokState  int   // tokenLive, tokenNoticed or tokenEnded (deliver.go)
+
+	// meta: every record frame carries its partition, offset and key in a comment line (appendMeta), and its
+	// id as the stream's own v1 position, for a transport that tells them to its client (WebSocket). Such a
+	// stream reads frame by frame, as a filtered one does.
+	meta    bool
+	metaBuf []byte // scratch for a replayed record's meta line
 
 	pos      position.Vector // the client's position: what it has been sent (or passed by a filter); on the fast path it is not kept up to date, see last
 	last     []byte          // on the fast path, the last frame written (the client's position is its id); nil when pos is current
@@ -356,7 +375,7 @@ func (c *conn) parkable() bool {
 }
 
 // filtered says the stream has an event or key filter, so it always takes the slow path.
-func (c *conn) filtered() bool { return len(c.p.Events) > 0 || len(c.p.Keys) > 0 }
+func (c *conn) filtered() bool { return len(c.p.Events) > 0 || len(c.p.Keys) > 0 || c.meta }
 
 // loop writes the ring's frames as they come, until the stream ends (or parks: it returns parked).
 func (c *conn) loop(ctx context.Context) CloseReason {

@@ -1,0 +1,94 @@
+package stream
+
+import (
+	"encoding/json"
+	"net/url"
+	"testing"
+)
+
+// TestWSMessages: every kind of frame a stream writes becomes its WebSocket message: the opening block, a
+// record with its meta line (JSON, text, bytes; a key that is not UTF-8), a gateway event, a later position;
+// and as CloudEvents.
+func TestWSMessages(t *testing.T) {
+	cases := []struct {
+		name, format, frame, want string
+		opened                    bool
+	}{
+		{"opening", "json", "retry: 3000\nid: v1:0-4\n\n", `{"event":"open","id":"v1:0-4","retry":3000}`, false},
+		{"position", "json", "id: v1:\n\n", `{"event":"position","id":"v1:"}`, true},
+		{"json record", "json", "id: v1:0-5\n::m 0 5 YQ==\ndata: {\"n\": 1}\n\n",
+			`{"data":{"n": 1},"event":"message","id":"v1:0-5","key":"a","offset":5,"partition":0}`, true},
+		{"text record, two lines", "json", "id: v1:1-9\n::m 1 9 -\nevent: note\ndata: one\ndata: two\n\n",
+			`{"data":"one\ntwo","event":"note","id":"v1:1-9","offset":9,"partition":1}`, true},
+		{"binary key", "json", "id: v1:0-6\n::m 0 6 /w==\ndata: base64:AAE=\n\n",
+			`{"data":"base64:AAE=","event":"message","id":"v1:0-6","key":"base64:/w==","offset":6,"partition":0}`, true},
+		{"gateway event", "json", "id: v1:0-6\nevent: resync\ndata: {\"reason\":\"retention\"}\n\n",
+			`{"data":{"reason":"retention"},"event":"resync","id":"v1:0-6"}`, true},
+		{"cloudevent", "cloudevents", "id: v1:0-5\n::m 0 5 YQ==\nevent: order.paid\ndata: {\"n\":1}\n\n",
+			`{"data":{"n":1},"datacontenttype":"application/json","id":"v1:0-5","kafkaoffset":5,"kafkapartition":0,"source":"/topics/t","specversion":"1.0","subject":"a","type":"order.paid"}`, true},
+		{"cloudevent text", "cloudevents", "id: v1:0-7\n::m 0 7 -\ndata: hi\n\n",
+			`{"data":"hi","datacontenttype":"text/plain","id":"v1:0-7","kafkaoffset":7,"kafkapartition":0,"source":"/topics/t","specversion":"1.0","type":"message"}`, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &wsSink{o: WSOptions{Format: tc.format}, topic: "t", opened: tc.opened}
+			got := s.appendMessage(nil, parseWSFrame([]byte(tc.frame)))
+			var g, w any
+			if err := json.Unmarshal(got, &g); err != nil {
+				t.Fatalf("message %s: %v", got, err)
+			}
+			_ = json.Unmarshal([]byte(tc.want), &w)
+			gb, _ := json.Marshal(g)
+			wb, _ := json.Marshal(w)
+			if string(gb) != string(wb) {
+				t.Errorf("message\n got %s\nwant %s", got, tc.want)
+			}
+		})
+	}
+	if f := parseWSFrame([]byte(": keep-alive\n")); f.hasData || f.id != nil || !f.comment {
+		t.Errorf("a keep-alive parses as %+v", f)
+	}
+}
+
+// TestWSAcks: an acknowledgement is cumulative; one of an id that is not waiting is refused.
+func TestWSAcks(t *testing.T) {
+	s := &wsSink{room: make(chan struct{}, 1), inflight: []string{"v1:0-1", "v1:0-1", "v1:0-2", "v1:0-3"}}
+	if !s.ack("v1:0-1") || len(s.inflight) != 2 {
+		t.Fatalf("after ack of v1:0-1: %v", s.inflight)
+	}
+	if s.ack("v1:0-1") || s.ack("v1:0-9") {
+		t.Fatal("an acknowledgement of an id not waiting was taken")
+	}
+	if !s.ack("v1:0-3") || len(s.inflight) != 0 {
+		t.Fatalf("after ack of v1:0-3: %v", s.inflight)
+	}
+}
+
+// TestParseWSOptions: the WebSocket parameters and their errors.
+func TestParseWSOptions(t *testing.T) {
+	for _, tc := range []struct {
+		q     string
+		want  WSOptions
+		param string
+	}{
+		{"", WSOptions{Format: "json", MaxInFlight: 100}, ""},
+		{"ack=1&max_in_flight=5&format=cloudevents&hello=true", WSOptions{Format: "cloudevents", Acks: true, MaxInFlight: 5, Hello: true}, ""},
+		{"max_in_flight=5", WSOptions{}, "max_in_flight"},
+		{"ack=1&max_in_flight=0", WSOptions{}, "max_in_flight"},
+		{"ack=yes", WSOptions{}, "ack"},
+		{"format=xml", WSOptions{}, "format"},
+	} {
+		q, _ := url.ParseQuery(tc.q)
+		o, err := ParseWSOptions(q)
+		if tc.param != "" {
+			pe, ok := err.(*ParamError)
+			if !ok || pe.Param != tc.param {
+				t.Errorf("%q: %v, want an error of %s", tc.q, err, tc.param)
+			}
+			continue
+		}
+		if err != nil || o != tc.want {
+			t.Errorf("%q: %+v, %v; want %+v", tc.q, o, err, tc.want)
+		}
+	}
+}
