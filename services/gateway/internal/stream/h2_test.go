@@ -150,3 +150,25 @@ func TestH2LeavingSendsGoAway(t *testing.T) {
 		t.Errorf("the client opened %d connections, want 2", n)
 	}
 }
+
+// TestH2IdleStreamOutlivesWriteTimeout: an HTTP/2 stream that gets nothing for longer than the write timeout
+// (a quiet topic, heartbeats further apart) stays open and gets what comes next: the write deadline bounds a
+// write, not the silence after it (net/http's HTTP/2 server resets a stream whose deadline passes).
+func TestH2IdleStreamOutlivesWriteTimeout(t *testing.T) {
+	f := newFeeder(t, 1<<20)
+	ps := startPool(t, Config{WriteTimeout: 200 * time.Millisecond}, &Topic{Ring: f.rg}, Params{})
+	ps.hs.EnableHTTP2 = true
+	ps.hs.StartTLS()
+	ps.start(t)
+	c, _ := h2Client(t, ps, 64<<10)
+	cl := openH2(t, c, ps.hs.URL)
+	time.Sleep(time.Second)
+	f.publish("late")
+	ev, err := cl.p.Next()
+	if err != nil || ev.Data != "late" {
+		t.Fatalf("after a second of silence: %+v, %v; want the frame published then", ev, err)
+	}
+	if n := ps.st.Closed[ReasonWriteFailed].Load(); n != 0 {
+		t.Errorf("%d streams ended write_failed", n)
+	}
+}

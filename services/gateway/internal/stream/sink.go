@@ -38,7 +38,16 @@ func (s *httpSink) write(spans [][]byte, timeout time.Duration) (int, error) {
 			return n, err
 		}
 	}
-	return n, s.rc.Flush()
+	if err := s.rc.Flush(); err != nil {
+		return n, err
+	}
+	// The deadline bounds this write only: net/http's HTTP/2 server resets a stream whose write deadline
+	// passes even when nothing is being written, so an idle stream would end a write timeout after its last
+	// write.
+	if err := s.rc.SetWriteDeadline(time.Time{}); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return n, err
+	}
+	return n, nil
 }
 
 // rawSink writes the chunked body of an HTTP/1.1 response on a connection taken over from net/http (see
