@@ -64,6 +64,10 @@ type connOpts struct {
 	readBuf int        // bytes read from the socket at once, at least 4096
 	measure bool       // record latencies (slow mode leaves out the slow ones)
 
+	// HTTP/2 (h2.go): the run's connections and this stream's group among them; nil h2 speaks HTTP/1.1.
+	h2      *h2Pool
+	h2Group int
+
 	// Slow mode: when stopRead closes, the stream stops reading; when check closes, it reads what is left
 	// for up to checkWait to learn whether the gateway closed it meanwhile.
 	stopRead  <-chan struct{}
@@ -90,9 +94,10 @@ func dialer(rcvBuf int, local netip.Addr) *net.Dialer {
 	return d
 }
 
-// stream opens one SSE stream and reads it until ctx ends or the stream fails. It uses a raw TCP connection
-// (one goroutine, a 4 KiB buffer) rather than net/http's client, which would add two goroutines and two
-// buffers per connection.
+// stream opens one SSE stream and reads it until ctx ends or the stream fails. Over HTTP/1.1 it uses a raw
+// TCP connection (one goroutine, a 4 KiB buffer) rather than net/http's client, which would add two
+// goroutines and two buffers per connection; over HTTP/2 (o.h2) it sends the request on its group's shared
+// connection (h2.go). Either way the response body is read by read.
 func (c *client) stream(ctx context.Context, sh *shared, o connOpts) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, o.url, http.NoBody)
 	if err != nil {
@@ -103,30 +108,63 @@ func (c *client) stream(ctx context.Context, sh *shared, o connOpts) error {
 	if o.lastID != "" {
 		req.Header.Set("Last-Event-ID", o.lastID)
 	}
+	c.requested = time.Time{}
+	c.firstFrame = time.Time{}
+	var (
+		resp    *http.Response
+		conn    net.Conn // HTTP/1.1 only: the socket, for the slow mode's stall
+		bodyBuf = 4096
+	)
+	if o.h2 != nil {
+		if resp, err = c.roundTripH2(ctx, req, o); err != nil {
+			return err
+		}
+		// The body is read from the connection's buffers, not a socket: a busy stream reads more at once.
+		bodyBuf = max(o.readBuf, 4096)
+	} else {
+		var done func()
+		if resp, conn, done, err = c.roundTripH1(ctx, req, o); err != nil {
+			return err
+		}
+		defer done()
+	}
+	defer func() { _ = resp.Body.Close() }()
+	return c.read(ctx, sh, resp, conn, bodyBuf, o)
+}
+
+// roundTripH1 dials a TCP connection of the stream's own, writes the request and reads the response header.
+// done closes the connection.
+func (c *client) roundTripH1(ctx context.Context, req *http.Request, o connOpts) (*http.Response, net.Conn, func(), error) {
 	network, local := "tcp", netip.Addr{}
 	if o.local.IsValid() && bindsSource(req.URL.Hostname()) {
 		network, local = "tcp4", o.local
 	}
 	conn, err := dialer(o.rcvBuf, local).DialContext(ctx, network, req.URL.Host)
 	if err != nil {
-		return fmt.Errorf("connect: %w", err)
+		return nil, nil, nil, fmt.Errorf("connect: %w", err)
 	}
 	stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
-	defer func() {
+	done := func() {
 		stop()
 		_ = conn.Close()
-	}()
+	}
 	c.requested = time.Now()
-	c.firstFrame = time.Time{}
 	if err := req.Write(conn); err != nil {
-		return fmt.Errorf("request: %w", err)
+		done()
+		return nil, nil, nil, fmt.Errorf("request: %w", err)
 	}
 	br := bufio.NewReaderSize(conn, max(o.readBuf, 4096))
 	resp, err := http.ReadResponse(br, req)
 	if err != nil {
-		return fmt.Errorf("response: %w", err)
+		done()
+		return nil, nil, nil, fmt.Errorf("response: %w", err)
 	}
-	defer func() { _ = resp.Body.Close() }()
+	return resp, conn, done, nil
+}
+
+// read checks the response and reads its event stream until ctx ends or the stream fails: the opening
+// block, then every event through event. conn is the stream's own socket (HTTP/1.1), nil over HTTP/2.
+func (c *client) read(ctx context.Context, sh *shared, resp *http.Response, conn net.Conn, bodyBuf int, o connOpts) error {
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		return fmt.Errorf("status %d: %s", resp.StatusCode, bytes.TrimSpace(b))
@@ -137,7 +175,7 @@ func (c *client) stream(ctx context.Context, sh *shared, o connOpts) error {
 		sh.bodyBytes.Add(counted.n)
 		sh.idBytes.Add(idBytes)
 	}()
-	body := bufio.NewReaderSize(counted, 4096)
+	body := bufio.NewReaderSize(counted, bodyBuf)
 	id, err := readOpening(body)
 	if err != nil {
 		return err
@@ -153,7 +191,7 @@ func (c *client) stream(ctx context.Context, sh *shared, o connOpts) error {
 
 	p := sse.NewParser(body)
 	for {
-		if o.stopRead != nil {
+		if o.stopRead != nil && conn != nil {
 			select {
 			case <-o.stopRead:
 				return c.stall(ctx, conn, body, o)

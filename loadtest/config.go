@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -47,6 +46,12 @@ type config struct {
 	DrainWait     time.Duration
 	JSON          bool
 	CPUProfile    string // file for the tool's own CPU profile (runtime/pprof); empty means none
+
+	Proto          string // protoH1, protoH2C or protoH2 (h2.go)
+	StreamsPerConn int    // h2, h2c: streams that share one HTTP/2 connection
+	Insecure       bool   // h2: accept any certificate
+	CAFile         string // h2: PEM certificates to trust instead of the system's
+	HeapProfile    string // idle: file for the first gateway's heap profile, fetched after the hold
 
 	StormConsume       time.Duration
 	StormGap           time.Duration
@@ -98,6 +103,14 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.DurationVar(&c.ReadyWait, "ready-timeout", 60*time.Second, "how long to wait for every gateway's /readyz; 0 skips the check")
 	fs.DurationVar(&c.DrainWait, "drain-timeout", 15*time.Second, "after producing stops, how long clients get to receive everything")
 	fs.StringVar(&c.CPUProfile, "cpu-profile", "", "write the tool's own CPU profile for the whole run to this file (go tool pprof)")
+	fs.StringVar(&c.Proto, "proto", protoH1,
+		"how streams are spoken: h1 (HTTP/1.1, a TCP connection each), h2c (cleartext HTTP/2 with prior knowledge) or h2 (HTTP/2 over TLS by ALPN, https:// URLs); "+
+			"h2 and h2c in steady, idle and storm only")
+	fs.IntVar(&c.StreamsPerConn, "streams-per-conn", 100, fmt.Sprintf("h2, h2c: streams that share one HTTP/2 connection, 1 to %d", maxStreamsPerConn))
+	fs.BoolVar(&c.Insecure, "insecure", false, "h2: accept the gateway's certificate without checking it")
+	fs.StringVar(&c.CAFile, "ca-file", "", "h2: PEM file of the certificates to trust (a self-signed gateway certificate is its own); default the system's")
+	fs.StringVar(&c.HeapProfile, "gateway-heap-profile", "",
+		"idle: after the hold, write the first gateway's heap profile (/debug/pprof/heap on its admin port, which needs the gateway's pprof setting) to this file")
 	fs.BoolVar(&c.JSON, "json", false, "after the summary line, print the full result as one JSON line")
 	fs.DurationVar(&c.StormConsume, "storm-consume", 3*time.Second, "storm: how long clients consume before they all disconnect")
 	fs.DurationVar(&c.StormGap, "storm-gap", 5*time.Second, "storm: how long records are produced while every client is away")
@@ -160,6 +173,29 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	return c, c.validate()
 }
 
+// validateProto checks --proto and the flags that go with it.
+func (c config) validateProto() error {
+	switch c.Proto {
+	case protoH1:
+	case protoH2C, protoH2:
+		if c.Mode == modeSlow || c.Mode == modeResume {
+			return fmt.Errorf("--proto=%s: mode %s speaks HTTP/1.1 only (it reads the stream's socket itself); use --proto=h1", c.Proto, c.Mode)
+		}
+	default:
+		return fmt.Errorf("--proto: want h1, h2c or h2, got %q", c.Proto)
+	}
+	if c.StreamsPerConn < 1 || c.StreamsPerConn > maxStreamsPerConn {
+		return fmt.Errorf("--streams-per-conn: want 1 to %d", maxStreamsPerConn)
+	}
+	if (c.Insecure || c.CAFile != "") && c.Proto != protoH2 {
+		return errors.New("--insecure and --ca-file: with --proto=h2 only (TLS)")
+	}
+	if c.Insecure && c.CAFile != "" {
+		return errors.New("--insecure and --ca-file: one or the other")
+	}
+	return nil
+}
+
 // validate checks the configuration, including the loopback-only rule.
 func (c config) validate() error {
 	switch c.Mode {
@@ -170,8 +206,16 @@ func (c config) validate() error {
 	if len(c.URLs) == 0 {
 		return errors.New("--url: at least one gateway URL is required")
 	}
-	for _, u := range append(slices.Clone(c.URLs), c.AdminURLs...) {
-		if _, err := checkGatewayURL(u); err != nil {
+	if err := c.validateProto(); err != nil {
+		return err
+	}
+	for _, u := range c.URLs {
+		if _, err := checkGatewayURL(u, c.Proto == protoH2); err != nil {
+			return err
+		}
+	}
+	for _, u := range c.AdminURLs {
+		if _, err := checkGatewayURL(u, false); err != nil {
 			return err
 		}
 	}
@@ -208,6 +252,7 @@ func (c config) validate() error {
 		{c.ResumeCount < 1 || c.ResumeMinBehind < 1 || c.ResumeMaxBehind < c.ResumeMinBehind, "--resume-count and --resume-min-behind: want at least 1, --resume-max-behind: at least --resume-min-behind"},
 		{c.ResumeMaxBehind >= c.ResumeRecords, "--resume-max-behind: want less than --resume-records"},
 		{c.ResumeBlock < 1, "--resume-block: want at least 1"},
+		{c.HeapProfile != "" && c.Mode != modeIdle, "--gateway-heap-profile: idle mode only"},
 	}
 	for _, ch := range checks {
 		if ch.bad {

@@ -69,6 +69,7 @@ func TestParseConfig(t *testing.T) {
 		{"--gateway-pid=abc"},
 		{"--rate=-1"},
 		{"--slow-fraction=1"},
+		// TLS needs --proto=h2.
 		{"--url=https://127.0.0.1:8443"},
 		{"--url=http://127.0.0.1:1,http://127.0.0.1:2"}, // one admin URL (the default) for two gateways
 		{"extra"},

@@ -23,7 +23,9 @@
 // # Concurrency
 //
 // Each connection is one goroutine reading its socket through a 4 KiB buffer and a pkg/sse Parser; it owns
-// its client and tracker while the stream runs. The coordinator (run and the mode functions) reads
+// its client and tracker while the stream runs. With --proto=h2c or h2 (h2.go) the streams share HTTP/2
+// connections, --streams-per-conn to one, and each stream's goroutine reads its response body through the
+// same buffer, Parser and checks. The coordinator (run and the mode functions) reads
 // trackers only through their mutex, and a client's other fields only after its group has been joined
 // (group.stop). The latency histogram is shared and lock-free (atomic counters). The producer runs in one
 // goroutine started and joined by startProducer.

@@ -9,6 +9,13 @@
 # its log goes to .run/loadtest-gateway.log. Extra
 # gateway settings can be passed through the environment (SSEGATE_RING_BYTES=1MiB, SSEGATE_WRITE_TIMEOUT=2s,
 # ...). The exit status is the tool's.
+#
+# TLS and HTTP/2: with SSEGATE_TLS_CERT_FILE and SSEGATE_TLS_KEY_FILE set, or LOADTEST_TLS=1 (a throwaway
+# self-signed certificate for 127.0.0.1 is made with openssl for the run), the gateway's clients' port speaks
+# TLS, and the tool gets an https:// URL, --proto=h2 and --ca-file=$LOADTEST_CA_FILE (default the
+# certificate itself) before the flags given here. SSEGATE_H2C=true makes the cleartext port speak h2c too;
+# pass --proto=h2c to use it. LOADTEST_GATEWAY and LOADTEST_BIN name other binaries than .run/bin/gateway and
+# .run/bin/loadtest.
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -18,6 +25,31 @@ freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 
 port=${LOADTEST_PORT:-$(freeport)}
 admin_port=${LOADTEST_ADMIN_PORT:-$(freeport)}
 log=$repo/.run/loadtest-gateway.log
+gateway_bin=${LOADTEST_GATEWAY:-$repo/.run/bin/gateway}
+tool_bin=${LOADTEST_BIN:-$repo/.run/bin/loadtest}
+
+scheme=http
+tls_args=()
+tmp=
+gw=
+cleanup() {
+	if [ -n "$gw" ]; then
+		kill -TERM "$gw" 2>/dev/null || true
+		wait "$gw" 2>/dev/null || true
+	fi
+	[ -z "$tmp" ] || rm -rf "$tmp"
+}
+trap cleanup EXIT
+if [ "${LOADTEST_TLS:-0}" = 1 ] && [ -z "${SSEGATE_TLS_CERT_FILE:-}" ]; then
+	tmp=$(mktemp -d)
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj /CN=127.0.0.1 \
+		-addext subjectAltName=IP:127.0.0.1 -keyout "$tmp/key.pem" -out "$tmp/cert.pem" 2>/dev/null
+	export SSEGATE_TLS_CERT_FILE=$tmp/cert.pem SSEGATE_TLS_KEY_FILE=$tmp/key.pem
+fi
+if [ -n "${SSEGATE_TLS_CERT_FILE:-}" ]; then
+	scheme=https
+	tls_args=(--proto=h2 "--ca-file=${LOADTEST_CA_FILE:-$SSEGATE_TLS_CERT_FILE}")
+fi
 
 nofile=${LOADTEST_NOFILE:-131072}
 hard=$(ulimit -Hn)
@@ -39,14 +71,9 @@ fi
 
 SSEGATE_TOPICS=$topic SSEGATE_LISTEN=127.0.0.1:$port SSEGATE_ADMIN_LISTEN=127.0.0.1:$admin_port \
 	SSEGATE_METADATA_INTERVAL=${SSEGATE_METADATA_INTERVAL:-1s} \
-	SSEGATE_DRAIN=${SSEGATE_DRAIN:-0} "$repo/.run/bin/gateway" 2>"$log" &
+	SSEGATE_DRAIN=${SSEGATE_DRAIN:-0} "$gateway_bin" 2>"$log" &
 gw=$!
-cleanup() {
-	kill -TERM "$gw" 2>/dev/null || true
-	wait "$gw" 2>/dev/null || true
-}
-trap cleanup EXIT
-echo "loadtest: gateway pid $gw on 127.0.0.1:$port (admin 127.0.0.1:$admin_port), topic $topic (log $log)" >&2
+echo "loadtest: gateway pid $gw on $scheme://127.0.0.1:$port (admin 127.0.0.1:$admin_port), topic $topic (log $log)" >&2
 
-"$repo/.run/bin/loadtest" --create-topic --topic="$topic" --url="http://127.0.0.1:$port" \
-	--admin-url="http://127.0.0.1:$admin_port" --gateway-pid="$gw" "$@"
+"$tool_bin" --create-topic --topic="$topic" --url="$scheme://127.0.0.1:$port" \
+	--admin-url="http://127.0.0.1:$admin_port" --gateway-pid="$gw" ${tls_args[@]+"${tls_args[@]}"} "$@"

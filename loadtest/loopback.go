@@ -25,14 +25,19 @@ func isLoopbackHost(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// checkGatewayURL parses a gateway base URL (http://127.0.0.1:8080) and refuses anything but plain HTTP to
-// a loopback host.
-func checkGatewayURL(raw string) (*url.URL, error) {
+// checkGatewayURL parses a gateway base URL (http://127.0.0.1:8080, or with tls https://127.0.0.1:8443) and
+// refuses any other scheme or a host that is not loopback.
+func checkGatewayURL(raw string, tls bool) (*url.URL, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return nil, fmt.Errorf("gateway url %q: %w", raw, err)
 	}
-	if u.Scheme != "http" {
+	switch {
+	case tls && u.Scheme != "https":
+		return nil, fmt.Errorf("gateway url %q: want https://host:port (--proto=h2 is HTTP/2 over TLS)", raw)
+	case !tls && u.Scheme == "https":
+		return nil, fmt.Errorf("gateway url %q: want http://host:port (TLS needs --proto=h2)", raw)
+	case !tls && u.Scheme != "http":
 		return nil, fmt.Errorf("gateway url %q: want http://host:port", raw)
 	}
 	if !isLoopbackHost(u.Hostname()) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 )
@@ -91,6 +92,10 @@ type gatewayCounters struct {
 	FramesWritten  float64 `json:"frames_written"`
 	Resyncs        float64 `json:"resyncs"`
 	ConnectionsNow float64 `json:"connections_open"`
+	// The Go runtime's gauges (from the gateway's Go collector); a delta from sub.
+	HeapInuse  float64 `json:"go_heap_inuse_bytes"`
+	StackInuse float64 `json:"go_stack_inuse_bytes"`
+	Goroutines float64 `json:"go_goroutines"`
 }
 
 func (a gatewayCounters) sub(b gatewayCounters) gatewayCounters {
@@ -100,6 +105,7 @@ func (a gatewayCounters) sub(b gatewayCounters) gatewayCounters {
 		ClosedBehind: a.ClosedBehind - b.ClosedBehind, ClosedClient: a.ClosedClient - b.ClosedClient,
 		FramesWritten: a.FramesWritten - b.FramesWritten, Resyncs: a.Resyncs - b.Resyncs,
 		ConnectionsNow: a.ConnectionsNow,
+		HeapInuse:      a.HeapInuse - b.HeapInuse, StackInuse: a.StackInuse - b.StackInuse, Goroutines: a.Goroutines - b.Goroutines,
 	}
 }
 
@@ -117,6 +123,9 @@ func countersOf(ss []sample, topic string) gatewayCounters {
 		FramesWritten:  sumMetric(ss, "ssegate_frames_written_total", t),
 		Resyncs:        sumMetric(ss, "ssegate_resyncs_total", t),
 		ConnectionsNow: sumMetric(ss, "ssegate_connections_open", t),
+		HeapInuse:      sumMetric(ss, "go_memstats_heap_inuse_bytes", nil),
+		StackInuse:     sumMetric(ss, "go_memstats_stack_inuse_bytes", nil),
+		Goroutines:     sumMetric(ss, "go_goroutines", nil),
 	}
 }
 
@@ -151,6 +160,35 @@ func scrapeAll(ctx context.Context, hc *http.Client, bases []string, topic strin
 		sum.FramesWritten += c.FramesWritten
 		sum.Resyncs += c.Resyncs
 		sum.ConnectionsNow += c.ConnectionsNow
+		sum.HeapInuse += c.HeapInuse
+		sum.StackInuse += c.StackInuse
+		sum.Goroutines += c.Goroutines
 	}
 	return sum, nil
+}
+
+// fetchHeapProfile writes the heap profile of the gateway whose admin port is base to path, after a garbage
+// collection (?gc=1). The gateway serves it only with its pprof setting.
+func fetchHeapProfile(ctx context.Context, hc *http.Client, base, path string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/debug/pprof/heap?gc=1", http.NoBody)
+	if err != nil {
+		return err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("heap profile: %w", err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("heap profile: %s/debug/pprof/heap: status %d (is the gateway's pprof setting on? SSEGATE_PPROF=true)", base, resp.StatusCode)
+	}
+	f, err := os.Create(path) //nolint:gosec // the operator names the file
+	if err != nil {
+		return fmt.Errorf("heap profile: %w", err)
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("heap profile: %w", err)
+	}
+	return f.Close()
 }

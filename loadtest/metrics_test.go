@@ -15,6 +15,9 @@ ssegate_replay_reads_total 3
 ssegate_connections_closed_total{reason="write_failed",topic="loadtest"} 2 1700000000000
 ssegate_connections_open{topic="loadtest"} 100
 go_gc_duration_seconds{quantile="0.5"} 1.5e-05
+go_memstats_heap_inuse_bytes 4.194304e+06
+go_memstats_stack_inuse_bytes 655360
+go_goroutines 42
 broken line
 `
 	ss, err := parseMetrics(strings.NewReader(text))
@@ -22,7 +25,10 @@ broken line
 		t.Fatal(err)
 	}
 	got := countersOf(ss, "loadtest")
-	want := gatewayCounters{ReplayReads: 3, ResumesRing: 93, ResumesKafka: 7, ClosedWrite: 2, ConnectionsNow: 100}
+	want := gatewayCounters{
+		ReplayReads: 3, ResumesRing: 93, ResumesKafka: 7, ClosedWrite: 2, ConnectionsNow: 100,
+		HeapInuse: 4 << 20, StackInuse: 640 << 10, Goroutines: 42,
+	}
 	if got != want {
 		t.Fatalf("counters = %+v, want %+v", got, want)
 	}

@@ -45,6 +45,11 @@ type result struct {
 	Opened      int     `json:"opened"`
 	Rate        float64 `json:"rate"`
 	Size        int     `json:"size"`
+	// Proto is --proto; with HTTP/2, StreamsPerConn is --streams-per-conn and H2Conns the connections the
+	// streams were opened on (in storm, before and after the reconnect).
+	Proto          string `json:"proto"`
+	StreamsPerConn int    `json:"streams_per_conn,omitempty"`
+	H2Conns        int64  `json:"h2_conns,omitempty"`
 
 	Elapsed          time.Duration `json:"-"`
 	ElapsedSeconds   float64       `json:"elapsed_s"`
@@ -96,6 +101,12 @@ type result struct {
 	ToolRSSPerConnBytes float64       `json:"tool_rss_per_conn_bytes,omitempty"`
 	ProbeTime           time.Duration `json:"-"`
 	ProbeSeconds        float64       `json:"probe_reached_all_s,omitempty"`
+
+	// Growth of the gateways' go_memstats_heap_inuse_bytes, go_memstats_stack_inuse_bytes and go_goroutines
+	// per open connection, from before connecting to after the hold.
+	HeapPerConnBytes  float64 `json:"gateway_heap_per_conn_bytes,omitempty"`
+	StackPerConnBytes float64 `json:"gateway_stack_per_conn_bytes,omitempty"`
+	GoroutinesPerConn float64 `json:"gateway_goroutines_per_conn,omitempty"`
 
 	// storm
 	Reopened       int              `json:"reopened,omitempty"`
@@ -202,6 +213,9 @@ func (r *result) summary() string {
 		status = "FAIL"
 	}
 	fmt.Fprintf(&b, "loadtest mode=%s result=%s conns=%d/%d", r.Mode, status, r.Opened, r.Connections)
+	if r.Proto != "" && r.Proto != protoH1 {
+		fmt.Fprintf(&b, " proto=%s h2_conns=%d", r.Proto, r.H2Conns)
+	}
 	if r.Mode != modeIdle {
 		fmt.Fprintf(&b, " elapsed=%.1fs produced=%d delivered=%d", r.Elapsed.Seconds(), r.Produced, r.Delivered)
 	}
@@ -241,6 +255,10 @@ func (r *result) summary() string {
 	fmt.Fprintf(&b, " conn_errors=%d", r.ConnErrors)
 	if r.RSSAfterBytes > 0 {
 		fmt.Fprintf(&b, " gateway_rss=%.1fMiB rss/conn=%.1fKiB", float64(r.RSSAfterBytes)/(1<<20), r.RSSPerConnBytes/1024)
+	}
+	if r.Mode == modeIdle && r.Gateway != nil {
+		fmt.Fprintf(&b, " heap/conn=%.1fKiB stack/conn=%.1fKiB goroutines/conn=%.2f",
+			r.HeapPerConnBytes/1024, r.StackPerConnBytes/1024, r.GoroutinesPerConn)
 	}
 	if r.ToolRSSBytes > 0 {
 		fmt.Fprintf(&b, " tool_rss=%.1fMiB tool_rss/conn=%.1fKiB", float64(r.ToolRSSBytes)/(1<<20), r.ToolRSSPerConnBytes/1024)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -15,7 +16,9 @@ import (
 type runner struct {
 	cfg     config
 	k       *kafka
-	hc      *http.Client // for /readyz and /metrics only; streams use raw connections
+	hc      *http.Client // for /readyz and /metrics only; streams use raw connections or h2Pools
+	tls     *tls.Config  // --proto=h2: how the streams' connections speak TLS
+	h2Dials atomic.Int64 // --proto=h2, h2c: HTTP/2 connections dialed for streams
 	sh      shared
 	clients []*client
 	prod    produceStats
@@ -38,7 +41,14 @@ func run(ctx context.Context, cfg config) (result, error) {
 	r := &runner{cfg: cfg, hc: &http.Client{Timeout: 10 * time.Second}}
 	r.res = result{
 		Mode: cfg.Mode, Connections: cfg.Connections, Rate: cfg.Rate, Size: cfg.Size, Topic: cfg.Topic,
-		Sources: sourceSpan(cfg.Connections, cfg.PerSource),
+		Sources: sourceSpan(cfg.Connections, cfg.PerSource), Proto: cfg.Proto,
+	}
+	if cfg.Proto != protoH1 {
+		r.res.StreamsPerConn = cfg.StreamsPerConn
+	}
+	var err error
+	if r.tls, err = clientTLS(cfg.Proto, cfg.Insecure, cfg.CAFile); err != nil {
+		return r.res, err
 	}
 	if err := raiseNoFile(sysRlimits{}, noFileFor(cfg.Connections)); err != nil {
 		return r.res, err
@@ -93,6 +103,7 @@ func run(ctx context.Context, cfg config) (result, error) {
 	case modeResume:
 		err = r.resume(ctx)
 	}
+	r.res.H2Conns = r.h2Dials.Load()
 	return r.res, err
 }
 
@@ -129,16 +140,21 @@ func (r *runner) waitReady(ctx context.Context) error {
 	return nil
 }
 
-// group is a set of running streams with their cancel and join.
+// group is a set of running streams with their cancel and join, and their HTTP/2 connections (nil for
+// HTTP/1.1).
 type group struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	h2     *h2Pool
 }
 
-// stop ends every stream of g and waits for their goroutines.
+// stop ends every stream of g and waits for their goroutines, then closes their HTTP/2 connections.
 func (g *group) stop() {
 	g.cancel()
 	g.wg.Wait()
+	if g.h2 != nil {
+		g.h2.close()
+	}
 }
 
 // connect starts one stream per client (opts gives each one's options; delay each one's start) and waits
@@ -147,6 +163,9 @@ func (g *group) stop() {
 func (r *runner) connect(ctx context.Context, opts func(i int) connOpts, delay func(i int) time.Duration, extra time.Duration) (*group, int, error) {
 	gctx, cancel := context.WithCancel(ctx)
 	g := &group{cancel: cancel}
+	if r.cfg.Proto == protoH2 || r.cfg.Proto == protoH2C {
+		g.h2 = newH2Pool(r.cfg.Proto, r.tls, &r.h2Dials)
+	}
 	var settled, opened atomic.Int64
 	sem := make(chan struct{}, r.cfg.ConnectPar)
 	for i, c := range r.clients {
@@ -158,6 +177,9 @@ func (r *runner) connect(ctx context.Context, opts func(i int) connOpts, delay f
 			// A connection that receives many frames reads them in fewer system calls; an idle one keeps
 			// its memory small.
 			o.readBuf = busyReadBuf
+		}
+		if g.h2 != nil {
+			o.h2, o.h2Group = g.h2, h2GroupOf(i, len(r.cfg.URLs), r.cfg.StreamsPerConn)
 		}
 		g.wg.Go(func() {
 			if d := delay(i); d > 0 {
@@ -420,6 +442,15 @@ func (r *runner) idle(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if r.cfg.HeapProfile != "" {
+		if err := fetchHeapProfile(ctx, r.hc, r.cfg.AdminURLs[0], r.cfg.HeapProfile+".base"); err != nil {
+			return err
+		}
+	}
+	gw0, err := scrapeAll(ctx, r.hc, r.cfg.AdminURLs, r.cfg.Topic)
+	if err != nil {
+		return err
+	}
 	drops0, dropsErr := listenDrops("/proc")
 	t0 := time.Now()
 	g, opened, err := r.connect(ctx, func(i int) connOpts {
@@ -446,6 +477,22 @@ func (r *runner) idle(ctx context.Context) error {
 	}
 	r.res.ToolRSSBytes = self1.RSSBytes
 	r.res.ToolRSSPerConnBytes = float64(self1.RSSBytes-self0.RSSBytes) / float64(max(opened, 1))
+	if r.cfg.HeapProfile != "" {
+		if err := fetchHeapProfile(ctx, r.hc, r.cfg.AdminURLs[0], r.cfg.HeapProfile); err != nil {
+			return err
+		}
+	}
+	gw1, err := scrapeAll(ctx, r.hc, r.cfg.AdminURLs, r.cfg.Topic)
+	if err != nil {
+		return err
+	}
+	d := gw1.sub(gw0)
+	r.res.Gateway = &d
+	if opened > 0 {
+		r.res.HeapPerConnBytes = d.HeapInuse / float64(opened)
+		r.res.StackPerConnBytes = d.StackInuse / float64(opened)
+		r.res.GoroutinesPerConn = d.Goroutines / float64(opened)
+	}
 	after, err := r.procs()
 	if err != nil {
 		return err
