@@ -1,7 +1,8 @@
 // Package runbooks runs the commands of the runbooks (docs/runbook.md and docs/runbooks/*.md) against a real
 // Kafka, gateway and ingest, and checks that every metric the alerts, the Grafana dashboard and the runbooks'
-// queries name is exported. Without KAFKA_BROKERS it is skipped (and fails under CI=true), like every Kafka
-// test. The conventions of the pages are in docs/runbook.md, "How the pages are tested".
+// queries name is exported (by those, or by a second gateway with publishing and TLS on). Without KAFKA_BROKERS
+// it is skipped (and fails under CI=true), like every Kafka test. The conventions of the pages are in
+// docs/runbook.md, "How the pages are tested".
 package runbooks
 
 import (
@@ -38,9 +39,9 @@ var external = map[string]string{"kube_pod_status_ready": "kube-state-metrics"}
 
 // TestRunbooks starts a gateway and an ingest on a fresh topic and runs every page: each ```sh block with bash,
 // its output checked against the ```text expect block after it. Then it checks the metrics of the alerts, the
-// dashboard and the pages' ```promql blocks against what the two services export.
+// dashboard and the pages' ```promql blocks against what the services export.
 func TestRunbooks(t *testing.T) {
-	for _, tool := range []string{"bash", "curl", "jq", "kcat"} {
+	for _, tool := range []string{"bash", "curl", "jq", "kcat", "openssl"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			if os.Getenv("CI") == "true" {
 				t.Fatalf("the runbooks need %s: %v", tool, err)
@@ -49,6 +50,7 @@ func TestRunbooks(t *testing.T) {
 		}
 	}
 	env := startStack(t)
+	exporters := []string{env["ADMIN"] + "/metrics", env["INGEST"] + "/metrics", startPublishTLSGateway(t, env) + "/metrics"}
 	pages, err := filepath.Glob(filepath.Join(root, "docs", "runbooks", "*.md"))
 	if err != nil {
 		t.Fatal(err)
@@ -68,7 +70,7 @@ func TestRunbooks(t *testing.T) {
 		}
 		t.Run(strings.TrimSuffix(filepath.Base(page), ".md"), func(t *testing.T) { runPage(t, env, page, blocks) })
 	}
-	t.Run("metrics", func(t *testing.T) { checkMetrics(t, env, queries) })
+	t.Run("metrics", func(t *testing.T) { checkMetrics(t, exporters, queries) })
 }
 
 // stack is what the pages' variables point at.
@@ -318,11 +320,11 @@ func errorsAs(err error, target **exec.ExitError) bool {
 type query struct{ where, expr string }
 
 // checkMetrics checks that each query (the pages' promql lines, every alert of k8s/monitoring/prometheus and every
-// query of k8s/monitoring/grafana) lexes as PromQL and names only metrics the gateway or ingest exports now (or a
-// known other exporter's).
-func checkMetrics(t *testing.T, env stack, queries []query) {
+// query of k8s/monitoring/grafana) lexes as PromQL and names only metrics one of the exporters' /metrics (the
+// gateway, ingest, the publishing TLS gateway) has now (or a known other exporter's).
+func checkMetrics(t *testing.T, exporters []string, queries []query) {
 	exported := map[string]bool{}
-	for _, url := range []string{env["ADMIN"] + "/metrics", env["INGEST"] + "/metrics"} {
+	for _, url := range exporters {
 		resp, err := http.Get(url)
 		if err != nil {
 			t.Fatal(err)

@@ -98,7 +98,9 @@ func decodeRules(t *testing.T, spec any) ruleSpec {
 func TestChartMonitoring(t *testing.T) {
 	wantAlerts := []string{
 		"SsegateConsumerLag", "SsegateDeliveryLag", "SsegateResyncs", "SsegateReplayFailures", "SsegateWriteFailures",
-		"SsegateServerErrors", "SsegateNotReady", "SsegateNoGatewayReady", "SsegateIngestSourceNotStreaming", "SsegateIngestWriteFailures", "SsegateIngestCheckpointAge",
+		"SsegateServerErrors", "SsegateNotReady", "SsegateNoGatewayReady", "SsegatePublishFailing", "SsegatePublishSlow",
+		"SsegatePublishDuplicatesPossible", "SsegateTLSCertificateExpiring", "SsegateTLSCertificateReloadFailing",
+		"SsegateIngestSourceNotStreaming", "SsegateIngestWriteFailures", "SsegateIngestCheckpointAge",
 	}
 	cases := []struct {
 		name, base string
