@@ -109,21 +109,6 @@ func (a *App) handleStream(c *gin.Context) {
 	a.streams.Serve(c.Writer, c.Request, a.streamTopics[name], p, a.stats[name])
 }
 
-// handleWebSocket serves GET /ws/{topic}: the stream of /streams/{topic}, with the same parameters, tokens,
-// scopes, origins and limits, on a WebSocket (stream.ServeWebSocket).
-func (a *App) handleWebSocket(c *gin.Context) {
-	o, err := stream.ParseWSOptions(c.Request.URL.Query())
-	if err != nil {
-		abort(c, err)
-		return
-	}
-	name, p, ok := a.streamRequest(c)
-	if !ok {
-		return
-	}
-	a.streams.ServeWebSocket(c.Writer, c.Request, a.streamTopics[name], p, o, a.stats[name])
-}
-
 // streamRequest admits a stream request, whatever its transport: the topic, the token and its scope, the
 // parameters, the limits. It returns the topic and the stream's parameters (whose OnEnd gives the limits'
 // slots back), or false when it answered the request with a refusal.

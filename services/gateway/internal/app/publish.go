@@ -240,26 +240,15 @@ func publishErrorResult(err error) int {
 // answerPublish answers with each record's place or error: one record as an object, a batch as
 // {"records": [...]}; the status is 200 when every record is in Kafka, else the first failure's.
 func (a *App) answerPublish(c *gin.Context, span trace.Span, topic string, results []publish.Result, errs []error) {
-	st := a.publisher.stats[topic]
 	status := http.StatusOK
 	out := make([]gin.H, len(results))
 	for i, res := range results {
-		if err := errs[i]; err != nil {
-			s, retry, result := publishFailure(err)
-			st.results[result].Add(1)
-			if status == http.StatusOK {
-				status = s
-				c.Header("Retry-After", strconv.Itoa(retry))
-				span.SetStatus(codes.Error, err.Error())
-			}
-			out[i] = gin.H{"error": err.Error(), "status": s}
-			continue
-		}
-		st.results[map[bool]int{false: resultPublished, true: resultDuplicate}[res.Duplicate]].Add(1)
-		out[i] = gin.H{
-			"topic": topic, "partition": res.Partition, "offset": res.Offset,
-			"timestamp": res.Time.UTC().Format(time.RFC3339Nano), "duplicate": res.Duplicate,
-			"id": a.streamTopics[topic].IDAfter(res.Partition, res.Offset),
+		var s, retry int
+		out[i], s, retry = a.publishOutcome(topic, res, errs[i])
+		if s != http.StatusOK && status == http.StatusOK {
+			status = s
+			c.Header("Retry-After", strconv.Itoa(retry))
+			span.SetStatus(codes.Error, errs[i].Error())
 		}
 	}
 	if len(out) == 1 {
@@ -267,6 +256,23 @@ func (a *App) answerPublish(c *gin.Context, span trace.Span, topic string, resul
 		return
 	}
 	c.JSON(status, gin.H{"records": out})
+}
+
+// publishOutcome is a record's answer, its status and Retry-After seconds, and counts its result: its place
+// and the id right after it, or its error.
+func (a *App) publishOutcome(topic string, res publish.Result, err error) (gin.H, int, int) {
+	st := a.publisher.stats[topic]
+	if err != nil {
+		s, retry, result := publishFailure(err)
+		st.results[result].Add(1)
+		return gin.H{"error": err.Error(), "status": s}, s, retry
+	}
+	st.results[map[bool]int{false: resultPublished, true: resultDuplicate}[res.Duplicate]].Add(1)
+	return gin.H{
+		"topic": topic, "partition": res.Partition, "offset": res.Offset,
+		"timestamp": res.Time.UTC().Format(time.RFC3339Nano), "duplicate": res.Duplicate,
+		"id": a.streamTopics[topic].IDAfter(res.Partition, res.Offset),
+	}, http.StatusOK, 0
 }
 
 // publishFailure is the status, Retry-After seconds and result of a record Kafka did not take.

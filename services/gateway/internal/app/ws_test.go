@@ -339,3 +339,86 @@ func TestWebSocketAtLeastOnceAcrossGateways(t *testing.T) {
 		}
 	}
 }
+
+// TestWebSocketPublish: with publish=1 a client's messages are published into the topic (a structured
+// CloudEvent as that event, its source and id its idempotency key; anything else as the data of a new
+// event), each answered with its place when publish_results=1, and the client reads its own writes on the same
+// socket; a bad message is answered and produces nothing; without publish=1, or on a topic not open, the
+// client cannot publish.
+func TestWebSocketPublish(t *testing.T) {
+	topic, closed := kafkatest.NewTopic(t, 1, nil), kafkatest.NewTopic(t, 1, nil)
+	g := startGateway(t, []string{topic, closed}, func(c *Config) {
+		c.Publish.Topics = []string{topic}
+		c.Publish.Anonymous = true
+	})
+	g.waitReady(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	ws := dialWS(t, ctx, g, "/ws/"+topic+"?publish=1&publish_results=1", nil)
+	nextWS(t, ws) // open
+	send := func(msg string) {
+		t.Helper()
+		if err := ws.Write(ctx, websocket.MessageText, []byte(msg)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Answers and the records published come on one socket, in either order.
+	collect := func(n int) (answers []map[string]any, events []wsMessage) {
+		t.Helper()
+		for range n {
+			m := nextWS(t, ws)
+			if m.Event == "published" || m.Event == "publish-error" {
+				var d map[string]any
+				_ = json.Unmarshal(m.Data, &d)
+				d["event"] = m.Event
+				answers = append(answers, d)
+				continue
+			}
+			events = append(events, m)
+		}
+		return answers, events
+	}
+	send("hello")
+	answers, events := collect(2)
+	if len(answers) != 1 || answers[0]["event"] != "published" || answers[0]["offset"] != float64(0) || answers[0]["id"] != "v1:0-0" {
+		t.Fatalf("answer %v", answers)
+	}
+	if len(events) != 1 || string(events[0].Data) != `"hello"` || events[0].ID != "v1:0-0" {
+		t.Fatalf("own write read back: %+v", events)
+	}
+	ce := `{"specversion":"1.0","id":"e1","source":"/shop","type":"order.placed","partitionkey":"user-1","data":{"n":1}}`
+	send(ce)
+	answers, events = collect(2)
+	if answers[0]["event"] != "published" || answers[0]["duplicate"] != false || len(events) != 1 ||
+		events[0].Event != "order.placed" || *events[0].Key != "user-1" || string(events[0].Data) != `{"n":1}` {
+		t.Fatalf("a CloudEvent: answer %v, events %+v", answers, events)
+	}
+	send(ce)
+	if answers, _ = collect(1); answers[0]["duplicate"] != true || answers[0]["offset"] != float64(1) {
+		t.Fatalf("the same CloudEvent again: %v, want a duplicate at offset 1", answers)
+	}
+	send(`{"specversion":"0.3","id":"e2","source":"/shop","type":"x"}`)
+	if answers, _ = collect(1); answers[0]["event"] != "publish-error" || answers[0]["status"] != float64(400) {
+		t.Fatalf("a CloudEvent of another version: %v, want a 400 publish-error", answers)
+	}
+	if recs := kafkatest.ReadAll(t, topic)[0]; len(recs) != 2 {
+		t.Fatalf("the topic holds %d records, want 2", len(recs))
+	}
+
+	readOnly := dialWS(t, ctx, g, "/ws/"+topic, nil)
+	nextWS(t, readOnly)
+	_ = readOnly.Write(ctx, websocket.MessageText, []byte("hello"))
+	for {
+		_, _, err := readOnly.Read(ctx)
+		if err != nil {
+			if websocket.CloseStatus(err) != websocket.StatusPolicyViolation {
+				t.Fatalf("a message on a stream without publish=1: %v, want close 1008", err)
+			}
+			break
+		}
+	}
+	_, resp, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(g.url, "http")+"/ws/"+closed+"?publish=1", nil)
+	if err == nil || resp == nil || resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("publish=1 on a topic not open: %v, want 403", err)
+	}
+}

@@ -189,7 +189,6 @@ func (w wireRecord) record(lim Limits) (Record, error) {
 	if r.Value == nil && w.ValueBase64 == nil && !bytes.Equal(w.Value, []byte("null")) {
 		r.Value = []byte{}
 	}
-	hb := 0
 	for _, k := range sortedKeys(w.Headers) {
 		if k == "" {
 			return r, badInput("headers: a header has an empty name")
@@ -197,19 +196,10 @@ func (w wireRecord) record(lim Limits) (Record, error) {
 		if k == IdemHeader {
 			return r, badInput("headers: %s is the gateway's own; give idempotency_key or the Idempotency-Key header", IdemHeader)
 		}
-		hb += len(k) + len(w.Headers[k])
 		r.Headers = append(r.Headers, Header{Key: k, Value: []byte(w.Headers[k])})
 	}
 	r.IdemKey = w.IdemKey
-	switch {
-	case len(r.Key) > lim.MaxKeyBytes:
-		return r, tooLarge("the key has %d bytes; at most %d", len(r.Key), lim.MaxKeyBytes)
-	case len(r.Value) > lim.MaxValueBytes:
-		return r, tooLarge("the value has %d bytes; at most %d", len(r.Value), lim.MaxValueBytes)
-	case hb > lim.MaxHeaderBytes:
-		return r, tooLarge("the headers have %d bytes; at most %d", hb, lim.MaxHeaderBytes)
-	}
-	return r, nil
+	return r, checkRecord(r, lim)
 }
 
 // either returns the bytes of a text or a base64 field, nil when neither is given.

@@ -33,6 +33,13 @@ type WSOptions struct {
 	MaxInFlight int
 	// Hello: the client sends its position in its first message ({"last_event_id": "<id>"}), not in the URL.
 	Hello bool
+	// Publish: the client's messages other than acknowledgements are published (publish=1); Results: each is
+	// answered (publish_results=1).
+	Publish, Results bool
+	// Inbound publishes a client's message and returns the message that answers it, and whether it was
+	// taken; the caller sets it when Publish is allowed. It may wait (Kafka slow): the connection is not read
+	// meanwhile.
+	Inbound func(ctx context.Context, msg []byte) (reply []byte, ok bool)
 }
 
 // WSConfig is the WebSocket transport's configuration.
@@ -69,6 +76,15 @@ func ParseWSOptions(q url.Values) (WSOptions, error) {
 	}
 	if o.Hello, err = boolParam(q, "hello"); err != nil {
 		return o, err
+	}
+	if o.Publish, err = boolParam(q, "publish"); err != nil {
+		return o, err
+	}
+	if o.Results, err = boolParam(q, "publish_results"); err != nil {
+		return o, err
+	}
+	if o.Results && !o.Publish {
+		return o, &ParamError{Param: "publish_results", Msg: "needs publish=1"}
 	}
 	if v, ok, err := single(q, "max_in_flight"); err != nil {
 		return o, err
@@ -375,8 +391,9 @@ func (s *wsSink) hello(ctx context.Context, p *Params) error {
 	return nil
 }
 
-// readLoop reads the client's messages until the connection ends: acknowledgements; anything else closes
-// the connection as a policy violation. A read that fails ends the stream (cancel).
+// readLoop reads the client's messages until the connection ends: acknowledgements and, with publishing on,
+// messages to publish; anything else closes the connection as a policy violation. A read that fails ends the
+// stream (cancel).
 func (s *wsSink) readLoop(ctx context.Context, cancel context.CancelFunc) {
 	defer cancel()
 	for {
@@ -384,23 +401,52 @@ func (s *wsSink) readLoop(ctx context.Context, cancel context.CancelFunc) {
 		if err != nil {
 			return
 		}
-		var m struct {
-			Ack *string `json:"ack"`
+		if typ != websocket.MessageText {
+			s.fail(errors.New("binary message: the client sends JSON text"))
+			return
 		}
-		dec := json.NewDecoder(bytes.NewReader(b))
-		dec.DisallowUnknownFields()
-		switch {
-		case typ != websocket.MessageText || dec.Decode(&m) != nil || m.Ack == nil:
-			s.fail(errors.New(`unexpected message: the client sends only {"ack": "<id>"}`))
+		if ack, isAck := parseAck(b); isAck {
+			switch {
+			case !s.o.Acks:
+				s.fail(errors.New("acknowledgement on a stream without ack=1"))
+				return
+			case !s.ack(ack):
+				s.fail(fmt.Errorf("acknowledgement of %q, which is not an id waiting for one", ack))
+				return
+			}
+			continue
+		}
+		if s.o.Inbound == nil {
+			s.fail(errors.New(`unexpected message: without publish=1 the client sends only {"ack": "<id>"}`))
 			return
-		case !s.o.Acks:
-			s.fail(errors.New("acknowledgement on a stream without ack=1"))
+		}
+		reply, ok := s.o.Inbound(ctx, b)
+		if !ok && !s.o.Results {
+			s.fail(fmt.Errorf("message not published: %s", reply))
 			return
-		case !s.ack(*m.Ack):
-			s.fail(fmt.Errorf("acknowledgement of %q, which is not an id waiting for one", *m.Ack))
-			return
+		}
+		if s.o.Results {
+			wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
+			err := s.ws.Write(wctx, websocket.MessageText, reply)
+			wcancel()
+			if err != nil {
+				return
+			}
 		}
 	}
+}
+
+// parseAck returns the id of an acknowledgement, {"ack": "<id>"} and nothing else.
+func parseAck(b []byte) (string, bool) {
+	var m struct {
+		Ack *string `json:"ack"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if dec.Decode(&m) != nil || m.Ack == nil {
+		return "", false
+	}
+	return *m.Ack, true
 }
 
 func (s *wsSink) fail(err error) {

@@ -77,6 +77,8 @@ func TestParseWSOptions(t *testing.T) {
 		{"ack=1&max_in_flight=0", WSOptions{}, "max_in_flight"},
 		{"ack=yes", WSOptions{}, "ack"},
 		{"format=xml", WSOptions{}, "format"},
+		{"publish=1&publish_results=1", WSOptions{Format: "json", MaxInFlight: 100, Publish: true, Results: true}, ""},
+		{"publish_results=1", WSOptions{}, "publish_results"},
 	} {
 		q, _ := url.ParseQuery(tc.q)
 		o, err := ParseWSOptions(q)
@@ -87,7 +89,8 @@ func TestParseWSOptions(t *testing.T) {
 			}
 			continue
 		}
-		if err != nil || o != tc.want {
+		if err != nil || o.Format != tc.want.Format || o.Acks != tc.want.Acks || o.MaxInFlight != tc.want.MaxInFlight ||
+			o.Hello != tc.want.Hello || o.Publish != tc.want.Publish || o.Results != tc.want.Results {
 			t.Errorf("%q: %+v, %v; want %+v", tc.q, o, err, tc.want)
 		}
 	}

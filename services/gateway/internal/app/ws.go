@@ -1,0 +1,107 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/ssegate/ssegate/services/gateway/internal/auth"
+	"github.com/ssegate/ssegate/services/gateway/internal/limit"
+	"github.com/ssegate/ssegate/services/gateway/internal/publish"
+	"github.com/ssegate/ssegate/services/gateway/internal/stream"
+)
+
+// handleWebSocket serves GET /ws/{topic}: the stream of /streams/{topic}, with the same parameters, tokens,
+// scopes, origins and limits, on a WebSocket (stream.ServeWebSocket); with publish=1 the client's messages
+// are published into the topic too, with the rights of POST /topics/{topic}/records.
+func (a *App) handleWebSocket(c *gin.Context) {
+	o, err := stream.ParseWSOptions(c.Request.URL.Query())
+	if err != nil {
+		abort(c, err)
+		return
+	}
+	name := c.Param("topic")
+	if o.Publish && a.feed.Topic(name) != nil {
+		inbound, err := a.wsInbound(c, name)
+		if err != nil {
+			if _, ok := auth.ReasonOf(err); ok {
+				a.refuse(c, name, err)
+			} else {
+				abort(c, err)
+			}
+			return
+		}
+		o.Inbound = inbound
+	}
+	name, p, ok := a.streamRequest(c)
+	if !ok {
+		return
+	}
+	a.streams.ServeWebSocket(c.Writer, c.Request, a.streamTopics[name], p, o, a.stats[name])
+}
+
+// wsInbound checks that the request may publish into topic and returns what publishes its client's messages
+// (publish.FromMessage), answering each with {"event":"published","data":{...}} (the place and id, as a POST
+// answers) or {"event":"publish-error","data":{"error","status"}}.
+func (a *App) wsInbound(c *gin.Context, topic string) (func(context.Context, []byte) ([]byte, bool), error) {
+	p := a.publisher
+	if p == nil || !p.open[topic] {
+		return nil, &httpError{status: http.StatusForbidden, reason: "not_open", msg: "topic " + topic + " is not open for publishing (publish-topics)"}
+	}
+	gr, err := a.gate.admitPublish(c.Request, topic, a.cfg.Publish.Anonymous)
+	if err != nil {
+		return nil, err
+	}
+	who := "sub:" + gr.subject()
+	if gr.subject() == "" {
+		r := c.Request
+		who = "ip:" + limit.ClientIP(r.RemoteAddr, r.Header.Values("X-Forwarded-For"), a.trusted).String()
+	}
+	lim := a.cfg.Publish.limits()
+	source := "/ws/" + topic
+	return func(ctx context.Context, msg []byte) ([]byte, bool) {
+		rec, err := publish.FromMessage(msg, source, lim)
+		if err == nil && gr.claims != nil && !gr.claims.Scope.AllowsPublishKey(rec.Key) {
+			err = &httpError{status: http.StatusForbidden, reason: "insufficient_scope", msg: "its key is not one the token may publish"}
+		}
+		if err == nil && p.rates != nil {
+			if ok, _ := p.rates.Take(who, 1, time.Now()); !ok {
+				err = &httpError{status: http.StatusTooManyRequests, reason: "publish_rate", msg: "more records than publish-rate allows"}
+			}
+		}
+		if err != nil {
+			p.stats[topic].results[publishErrorResult(err)].Add(1)
+			return wsReply("publish-error", gin.H{"error": err.Error(), "status": inputStatus(err)}), false
+		}
+		pctx, cancel := context.WithTimeout(ctx, a.cfg.Publish.QueueWait+a.cfg.Publish.Timeout+producerSettle)
+		defer cancel()
+		results, errs := p.Publish(pctx, topic, []publish.Record{rec})
+		out, status, _ := a.publishOutcome(topic, results[0], errs[0])
+		if status != http.StatusOK {
+			return wsReply("publish-error", out), true
+		}
+		return wsReply("published", out), true
+	}, nil
+}
+
+// inputStatus is the HTTP status of a refused message, as a POST would get it.
+func inputStatus(err error) int {
+	var ie *publish.InputError
+	var he *httpError
+	switch {
+	case errors.As(err, &ie):
+		return ie.Status
+	case errors.As(err, &he):
+		return he.status
+	}
+	return http.StatusBadRequest
+}
+
+func wsReply(event string, data gin.H) []byte {
+	b, _ := json.Marshal(gin.H{"event": event, "data": data}) // strings and numbers always marshal
+	return b
+}
