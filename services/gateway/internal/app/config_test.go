@@ -97,6 +97,8 @@ func TestLoadDefaults(t *testing.T) {
 	want.Auth.Claim = "ssegate"
 	want.Auth.Cookie = "ssegate_token"
 	want.Auth.ExpiryNotice = time.Minute
+	want.Publish = publishDefaults()
+	want.WSMaxMessageBytes = 64 << 10
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("Load with only the required settings\n got: %+v\nwant: %+v", got, want)
 	}

@@ -35,6 +35,7 @@ type memWriter struct {
 	writes    int
 	flushes   int
 	deadline  time.Time
+	cleared   bool
 	hold      chan struct{} // when set, every Write waits until it is closed
 	failAfter int           // writes that succeed before every further one fails; negative means never
 }
@@ -47,8 +48,16 @@ func (w *memWriter) WriteHeader(code int) { w.locked(func() { w.code = code }) }
 
 func (w *memWriter) Flush() { w.locked(func() { w.flushes++ }) }
 
+// SetWriteDeadline keeps the last deadline that bounded a write in deadline, and whether it was cleared
+// since in cleared.
 func (w *memWriter) SetWriteDeadline(d time.Time) error {
-	w.locked(func() { w.deadline = d })
+	w.locked(func() {
+		if d.IsZero() {
+			w.cleared = true
+			return
+		}
+		w.deadline, w.cleared = d, false
+	})
 	return nil
 }
 
@@ -563,7 +572,11 @@ func TestStats(t *testing.T) {
 
 		var flushes int
 		var deadline time.Time
-		w1.locked(func() { flushes, deadline = w1.flushes, w1.deadline })
+		var cleared bool
+		w1.locked(func() { flushes, deadline, cleared = w1.flushes, w1.deadline, w1.cleared })
+		if !cleared {
+			t.Error("w1's write deadline was left set after the write")
+		}
 		if want := 1 + 5 + 1; flushes != want {
 			t.Errorf("w1 flushes = %d, want %d (hello, one per frame, heartbeat)", flushes, want)
 		}
