@@ -221,8 +221,10 @@ func (a *App) publishAllowed(c *gin.Context, p *publisher, topic string, gr gran
 	}
 	if ok, wait := p.rates.Take(who, len(recs), time.Now()); !ok {
 		c.Header("Retry-After", strconv.Itoa(max(1, int(wait.Seconds()))))
-		return &httpError{status: http.StatusTooManyRequests, reason: "publish_rate",
-			msg: fmt.Sprintf("more records than publish-rate allows: %d a second, %d at once", a.cfg.Publish.Rate, p.rates.Burst())}
+		return &httpError{
+			status: http.StatusTooManyRequests, reason: "publish_rate",
+			msg: fmt.Sprintf("more records than publish-rate allows: %d a second, %d at once", a.cfg.Publish.Rate, p.rates.Burst()),
+		}
 	}
 	return nil
 }
@@ -304,8 +306,10 @@ func (g *gate) admitPublish(r *http.Request, topic string, anonymous bool) (gran
 			return grant{}, nil
 		}
 		if mode == auth.ModeNone {
-			return grant{}, &httpError{status: http.StatusForbidden, reason: "anonymous",
-				msg: "topic " + topic + " takes no tokens (auth mode none): publishing into it needs publish-anonymous"}
+			return grant{}, &httpError{
+				status: http.StatusForbidden, reason: "anonymous",
+				msg: "topic " + topic + " takes no tokens (auth mode none): publishing into it needs publish-anonymous",
+			}
 		}
 		return grant{}, &auth.Error{Reason: auth.ReasonMissing, Detail: "publishing into " + topic + " needs a token whose scope's publish names it"}
 	}

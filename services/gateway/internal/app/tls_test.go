@@ -8,7 +8,6 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
-	"io"
 	"log/slog"
 	"math/big"
 	"net"
@@ -96,7 +95,7 @@ func TestCertStoreReloads(t *testing.T) {
 	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
 	a, b, c := newTestPair(t, "a"), newTestPair(t, "b"), newTestPair(t, "c")
 	a.install(t, certFile, keyFile)
-	s, err := newCertStore(TLSConfig{CertFile: certFile, KeyFile: keyFile}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	s, err := newCertStore(TLSConfig{CertFile: certFile, KeyFile: keyFile}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +155,7 @@ func TestTLSServesRotatedCertificate(t *testing.T) {
 	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
 	a, b := newTestPair(t, "a"), newTestPair(t, "b")
 	a.install(t, certFile, keyFile)
-	s, err := newCertStore(TLSConfig{CertFile: certFile, KeyFile: keyFile}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	s, err := newCertStore(TLSConfig{CertFile: certFile, KeyFile: keyFile}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -158,7 +158,7 @@ func TestWebSocketAcks(t *testing.T) {
 		t.Fatalf("a third message %s with two unacknowledged and max_in_flight=2", b)
 	}
 	cancelShort()
-	// The read cut short closed the connection (the library closes it on a cancelled read): a new one.
+	// The read cut short closed the connection (the library closes it on a canceled read): a new one.
 	ws = dialWS(t, ctx, g, "/ws/"+topic+"?ack=1&max_in_flight=2&last_event_id="+m1.ID, nil)
 	nextWS(t, ws)
 	m2, m3 := nextWS(t, ws), nextWS(t, ws)

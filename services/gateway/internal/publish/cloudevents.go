@@ -33,8 +33,11 @@ func FromMessage(msg []byte, source string, lim Limits) (Record, error) {
 		ct = "application/json"
 	}
 	r.Headers = []Header{
-		{"ce_specversion", []byte("1.0")}, {"ce_id", []byte(newID())}, {"ce_source", []byte(source)},
-		{"ce_type", []byte("message")}, {"content-type", []byte(ct)},
+		{"ce_specversion", []byte("1.0")},
+		{"ce_id", []byte(newID())},
+		{"ce_source", []byte(source)},
+		{"ce_type", []byte("message")},
+		{"content-type", []byte(ct)},
 	}
 	return r, checkRecord(r, lim)
 }

@@ -30,8 +30,10 @@ func TestParseRecords(t *testing.T) {
 		{name: "base64", body: `{"key_base64":"AAE=","value_base64":"/w=="}`, want: []Record{{Key: []byte{0, 1}, Value: []byte{0xff}}}},
 		{name: "headers sorted", body: `{"value":"v","headers":{"b":"2","a":"1"}}`, want: []Record{{Value: []byte("v"), Headers: []Header{{"a", []byte("1")}, {"b", []byte("2")}}}}},
 		{name: "idempotency header", body: `{"value":"v"}`, idem: "k1", want: []Record{{Value: []byte("v"), IdemKey: "k1"}}},
-		{name: "batch keys derived", body: `{"records":[{"value":"a"},{"value":"b","idempotency_key":"own"}]}`, idem: "k1",
-			want: []Record{{Value: []byte("a"), IdemKey: "k1/0"}, {Value: []byte("b"), IdemKey: "own"}}},
+		{
+			name: "batch keys derived", body: `{"records":[{"value":"a"},{"value":"b","idempotency_key":"own"}]}`, idem: "k1",
+			want: []Record{{Value: []byte("a"), IdemKey: "k1/0"}, {Value: []byte("b"), IdemKey: "own"}},
+		},
 		{name: "not JSON", body: `hello`, status: 400, msg: "not a JSON object"},
 		{name: "a list", body: `[{"value":"a"}]`, status: 400, msg: "not a JSON object"},
 		{name: "no value", body: `{"key":"k"}`, status: 400, msg: "value is required"},

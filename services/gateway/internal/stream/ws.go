@@ -177,7 +177,7 @@ type wsSink struct {
 
 	mu       sync.Mutex
 	inflight []string      // ids of messages not acknowledged yet, in order
-	room     chan struct{} // signalled when acknowledgements make room
+	room     chan struct{} // signaled when acknowledgements make room
 	bad      error         // what the client did wrong, for the close
 }
 

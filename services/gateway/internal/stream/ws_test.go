@@ -2,6 +2,7 @@ package stream
 
 import (
 	"encoding/json"
+	"errors"
 	"net/url"
 	"testing"
 )
@@ -16,18 +17,30 @@ func TestWSMessages(t *testing.T) {
 	}{
 		{"opening", "json", "retry: 3000\nid: v1:0-4\n\n", `{"event":"open","id":"v1:0-4","retry":3000}`, false},
 		{"position", "json", "id: v1:\n\n", `{"event":"position","id":"v1:"}`, true},
-		{"json record", "json", "id: v1:0-5\n::m 0 5 YQ==\ndata: {\"n\": 1}\n\n",
-			`{"data":{"n": 1},"event":"message","id":"v1:0-5","key":"a","offset":5,"partition":0}`, true},
-		{"text record, two lines", "json", "id: v1:1-9\n::m 1 9 -\nevent: note\ndata: one\ndata: two\n\n",
-			`{"data":"one\ntwo","event":"note","id":"v1:1-9","offset":9,"partition":1}`, true},
-		{"binary key", "json", "id: v1:0-6\n::m 0 6 /w==\ndata: base64:AAE=\n\n",
-			`{"data":"base64:AAE=","event":"message","id":"v1:0-6","key":"base64:/w==","offset":6,"partition":0}`, true},
-		{"gateway event", "json", "id: v1:0-6\nevent: resync\ndata: {\"reason\":\"retention\"}\n\n",
-			`{"data":{"reason":"retention"},"event":"resync","id":"v1:0-6"}`, true},
-		{"cloudevent", "cloudevents", "id: v1:0-5\n::m 0 5 YQ==\nevent: order.paid\ndata: {\"n\":1}\n\n",
-			`{"data":{"n":1},"datacontenttype":"application/json","id":"v1:0-5","kafkaoffset":5,"kafkapartition":0,"source":"/topics/t","specversion":"1.0","subject":"a","type":"order.paid"}`, true},
-		{"cloudevent text", "cloudevents", "id: v1:0-7\n::m 0 7 -\ndata: hi\n\n",
-			`{"data":"hi","datacontenttype":"text/plain","id":"v1:0-7","kafkaoffset":7,"kafkapartition":0,"source":"/topics/t","specversion":"1.0","type":"message"}`, true},
+		{
+			"json record", "json", "id: v1:0-5\n::m 0 5 YQ==\ndata: {\"n\": 1}\n\n",
+			`{"data":{"n": 1},"event":"message","id":"v1:0-5","key":"a","offset":5,"partition":0}`, true,
+		},
+		{
+			"text record, two lines", "json", "id: v1:1-9\n::m 1 9 -\nevent: note\ndata: one\ndata: two\n\n",
+			`{"data":"one\ntwo","event":"note","id":"v1:1-9","offset":9,"partition":1}`, true,
+		},
+		{
+			"binary key", "json", "id: v1:0-6\n::m 0 6 /w==\ndata: base64:AAE=\n\n",
+			`{"data":"base64:AAE=","event":"message","id":"v1:0-6","key":"base64:/w==","offset":6,"partition":0}`, true,
+		},
+		{
+			"gateway event", "json", "id: v1:0-6\nevent: resync\ndata: {\"reason\":\"retention\"}\n\n",
+			`{"data":{"reason":"retention"},"event":"resync","id":"v1:0-6"}`, true,
+		},
+		{
+			"cloudevent", "cloudevents", "id: v1:0-5\n::m 0 5 YQ==\nevent: order.paid\ndata: {\"n\":1}\n\n",
+			`{"data":{"n":1},"datacontenttype":"application/json","id":"v1:0-5","kafkaoffset":5,"kafkapartition":0,"source":"/topics/t","specversion":"1.0","subject":"a","type":"order.paid"}`, true,
+		},
+		{
+			"cloudevent text", "cloudevents", "id: v1:0-7\n::m 0 7 -\ndata: hi\n\n",
+			`{"data":"hi","datacontenttype":"text/plain","id":"v1:0-7","kafkaoffset":7,"kafkapartition":0,"source":"/topics/t","specversion":"1.0","type":"message"}`, true,
+		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -83,8 +96,8 @@ func TestParseWSOptions(t *testing.T) {
 		q, _ := url.ParseQuery(tc.q)
 		o, err := ParseWSOptions(q)
 		if tc.param != "" {
-			pe, ok := err.(*ParamError)
-			if !ok || pe.Param != tc.param {
+			var pe *ParamError
+			if !errors.As(err, &pe) || pe.Param != tc.param {
 				t.Errorf("%q: %v, want an error of %s", tc.q, err, tc.param)
 			}
 			continue
