@@ -371,6 +371,13 @@ func (a *App) Run(ctx context.Context) error {
 		}
 	})
 	wg.Go(func() { a.gate.run(feedCtx) })
+	wg.Go(func() {
+		topics := a.feed.Topics()
+		if a.cfg.PositionTopic != "" {
+			topics = append(topics, a.cfg.PositionTopic)
+		}
+		a.replayLog.KeepWarm(feedCtx, func() []string { return topics })
+	})
 	wg.Go(func() { a.takeOverWhenReady(ctx) })
 	if a.checkpoints != nil {
 		wg.Go(func() {
