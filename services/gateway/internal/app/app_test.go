@@ -291,3 +291,17 @@ func TestFanoutTwoGateways(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// waitStopped waits, after stop, for Run to return (within 10 s), and fails on its error.
+func (g *gateway) waitStopped(t *testing.T) {
+	t.Helper()
+	select {
+	case err := <-g.done:
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+		g.done <- nil // for the cleanup
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after the drain")
+	}
+}

@@ -105,15 +105,7 @@ func TestShutdownDrainsHTTP2(t *testing.T) {
 			t.Fatalf("stream %d, open before the shutdown, ended with %v, want a clean end in the drain", i, err)
 		}
 	}
-	select {
-	case err := <-g.done:
-		if err != nil {
-			t.Fatalf("Run: %v", err)
-		}
-		g.done <- nil // for the cleanup
-	case <-time.After(10 * time.Second):
-		t.Fatal("Run did not return after the drain")
-	}
+	g.waitStopped(t)
 }
 
 // TestH2CBesideHTTP1: with h2c, the clients' port serves a stream over cleartext HTTP/2 (prior knowledge)
@@ -177,16 +169,16 @@ func TestTLSRotationInGateway(t *testing.T) {
 	if cn, err := seen(); err != nil || cn != "a" {
 		t.Fatalf("before the rotation: %q, %v; want a over HTTP/2", cn, err)
 	}
-	if got := metricValue(t, g, "ssegate_tls_certificate_expiry_seconds"); got != float64(a.x509.NotAfter.Unix()) {
-		t.Errorf("expiry metric = %v, want %d", got, a.x509.NotAfter.Unix())
+	if got := metricValue(t, g, "ssegate_tls_certificate_expiry_seconds"); got != float64(a.Cert.NotAfter.Unix()) {
+		t.Errorf("expiry metric = %v, want %d", got, a.Cert.NotAfter.Unix())
 	}
 	b.install(t, certFile, keyFile)
 	kafkatest.WaitFor(t, 5*time.Second, "the rotated certificate", func() bool {
 		cn, err := seen()
 		return err == nil && cn == "b"
 	})
-	if got := metricValue(t, g, "ssegate_tls_certificate_expiry_seconds"); got != float64(b.x509.NotAfter.Unix()) {
-		t.Errorf("expiry metric after the rotation = %v, want %d", got, b.x509.NotAfter.Unix())
+	if got := metricValue(t, g, "ssegate_tls_certificate_expiry_seconds"); got != float64(b.Cert.NotAfter.Unix()) {
+		t.Errorf("expiry metric after the rotation = %v, want %d", got, b.Cert.NotAfter.Unix())
 	}
 	if got := metricValue(t, g, "ssegate_tls_certificate_reloads_total", `result="loaded"`); got != 1 {
 		t.Errorf("reloads loaded = %v, want 1", got)

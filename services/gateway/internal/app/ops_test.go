@@ -155,15 +155,7 @@ func TestShutdownDrains(t *testing.T) {
 	if took := time.Since(start); took > 3*time.Second {
 		t.Fatalf("streams took %v to close with a 1s drain window", took)
 	}
-	select {
-	case err := <-g.done:
-		if err != nil {
-			t.Fatalf("Run: %v", err)
-		}
-		g.done <- nil // for the cleanup
-	case <-time.After(10 * time.Second):
-		t.Fatal("Run did not return after the drain")
-	}
+	g.waitStopped(t)
 	if code, _ := get(t, g.admin+"/healthz"); code != 0 {
 		t.Fatalf("a stopped gateway still answers: %d", code)
 	}
@@ -232,15 +224,7 @@ func TestShutdownKeepsListening(t *testing.T) {
 	if took := time.Since(start); took < 1500*time.Millisecond {
 		t.Fatalf("the streams open before the shutdown ended %v after it, before the propagation window was over", took)
 	}
-	select {
-	case err := <-g.done:
-		if err != nil {
-			t.Fatalf("Run: %v", err)
-		}
-		g.done <- nil // for the cleanup
-	case <-time.After(10 * time.Second):
-		t.Fatal("Run did not return after the drain")
-	}
+	g.waitStopped(t)
 	if code, body := get(t, g.url+"/streams/"+topic); code != 0 {
 		t.Fatalf("a stopped gateway still answers: %d %s", code, body)
 	}

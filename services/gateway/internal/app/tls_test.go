@@ -1,28 +1,20 @@
 package app
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"log/slog"
-	"math/big"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ssegate/ssegate/pkg/tlstest"
 )
 
-// testPair is a throwaway self-signed certificate for 127.0.0.1 and its key, as PEM.
-type testPair struct {
-	cert, key []byte
-	x509      *x509.Certificate
-}
+// testPair is a throwaway self-signed certificate for 127.0.0.1 and localhost, and its key.
+type testPair struct{ tlstest.Pair }
 
 func newTestPair(t *testing.T, cn string) testPair {
 	t.Helper()
@@ -32,35 +24,7 @@ func newTestPair(t *testing.T, cn string) testPair {
 // newTestPairUntil is newTestPair with a certificate that expires at notAfter.
 func newTestPairUntil(t *testing.T, cn string, notAfter time.Time) testPair {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
-	tmpl := &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: cn},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     notAfter,
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
-		DNSNames:     []string{"localhost"},
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, _ := x509.ParseCertificate(der)
-	return testPair{
-		cert: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		key:  pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}),
-		x509: c,
-	}
+	return testPair{tlstest.New(t, cn, notAfter, "127.0.0.1", "localhost")}
 }
 
 // install writes the pair as a mounted Secret's rotation does: new files swapped in by rename.
@@ -69,7 +33,7 @@ func (p testPair) install(t *testing.T, certFile, keyFile string) {
 	for _, f := range []struct {
 		path string
 		data []byte
-	}{{certFile, p.cert}, {keyFile, p.key}} {
+	}{{certFile, p.CertPEM}, {keyFile, p.KeyPEM}} {
 		tmp := f.path + ".new"
 		if err := os.WriteFile(tmp, f.data, 0o600); err != nil {
 			t.Fatal(err)
@@ -81,11 +45,7 @@ func (p testPair) install(t *testing.T, certFile, keyFile string) {
 }
 
 // pool returns a pool of roots trusting the pair.
-func (p testPair) pool() *x509.CertPool {
-	pool := x509.NewCertPool()
-	pool.AddCert(p.x509)
-	return pool
-}
+func (p testPair) pool() *x509.CertPool { return p.Pool() }
 
 // TestCertStoreReloads: the pair in service is read again when its files change; a pair that does not load
 // leaves the previous one in service, is counted once, and is taken once fixed; files that do not change are
@@ -123,7 +83,7 @@ func TestCertStoreReloads(t *testing.T) {
 	}
 
 	// Half a rotation: c's certificate with b's key does not load.
-	if err := os.WriteFile(certFile+".new", c.cert, 0o600); err != nil {
+	if err := os.WriteFile(certFile+".new", c.CertPEM, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Rename(certFile+".new", certFile); err != nil {
@@ -215,7 +175,7 @@ func TestTLSConfigValidate(t *testing.T) {
 	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
 	newTestPair(t, "a").install(t, certFile, keyFile)
 	other := filepath.Join(dir, "other.key")
-	if err := os.WriteFile(other, newTestPair(t, "b").key, 0o600); err != nil {
+	if err := os.WriteFile(other, newTestPair(t, "b").KeyPEM, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cases := []struct {

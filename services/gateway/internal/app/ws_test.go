@@ -220,15 +220,7 @@ func TestWebSocketHelloAndDrain(t *testing.T) {
 	if websocket.CloseStatus(err) != websocket.StatusGoingAway {
 		t.Fatalf("at shutdown: %v, want close 1001", err)
 	}
-	select {
-	case err := <-g.done:
-		if err != nil {
-			t.Fatalf("Run: %v", err)
-		}
-		g.done <- nil
-	case <-time.After(10 * time.Second):
-		t.Fatal("Run did not return after the drain")
-	}
+	g.waitStopped(t)
 }
 
 // TestWebSocketRefusals: a WebSocket stream asks what an event stream asks: an origin not allowed, a topic
