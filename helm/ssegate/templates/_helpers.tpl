@@ -274,8 +274,10 @@ max-streams-per-subject: {{ . }}
 {{- with $l.trustedProxies }}
 trusted-proxies: {{ toJson . }}
 {{- end }}
-{{- if include "ssegate.sharedLimits" . }}
+{{- if include "ssegate.gatewayRedis" . }}
 {{ include "ssegate.redisConfig" . }}
+{{- end }}
+{{- if include "ssegate.sharedLimits" . }}
 quota-failure: {{ $l.quotaFailure | quote }}
 {{- with $l.quotaExpiry }}
 quota-expiry: {{ . | quote }}
@@ -285,6 +287,93 @@ quota-expiry: {{ . | quote }}
 
 {{- define "ssegate.sharedLimits" -}}
 {{- if or .Values.gateway.limits.maxStreamsPerIP .Values.gateway.limits.maxStreamsPerSubject }}true{{ end }}
+{{- end -}}
+
+{{/*
+Whether the gateway is given the release's Redis (redis-addr): for the limits per address and subject, which
+need it (redis.addr or redis.bundled is then required), and for publishing's idempotency keys whenever a Redis
+is configured, so that a retry on another pod, or after a restart, is still caught. Publishing without a Redis
+keeps each pod's keys in its own memory (NOTES.txt says so).
+*/}}
+{{- define "ssegate.gatewayRedis" -}}
+{{- if or (include "ssegate.sharedLimits" .) (and .Values.gateway.publish.topics (include "ssegate.redisAddr" .)) }}true{{ end }}
+{{- end -}}
+
+{{/*
+Publishing (POST /topics/{topic}/records, publish=1 on WebSockets): the gateway's publish-* settings, only those
+the values set, and none while no topic is open (publishing is off). A topic open for publishing must be a served one: refused here, before install, as the gateway
+refuses it at start.
+*/}}
+{{- define "ssegate.publishConfig" -}}
+{{- $p := .Values.gateway.publish -}}
+{{- range $p.topics }}
+{{- if not (has . $.Values.gateway.topics) }}
+{{- fail (printf "gateway.publish.topics names %q, which is not one of gateway.topics (%s): only served topics can be opened for publishing (the answer's id is a position of the topic's stream)" . (join ", " $.Values.gateway.topics)) }}
+{{- end }}
+{{- end }}
+{{- range $name := list "rate" "burst" "maxRecords" }}
+{{- if lt (int (get $p $name)) 0 }}
+{{- fail (printf "gateway.publish.%s must be zero (the gateway's default) or positive" $name) }}
+{{- end }}
+{{- end }}
+{{- if $p.topics }}
+publish-topics: {{ toJson $p.topics }}
+{{- if $p.anonymous }}
+publish-anonymous: true
+{{- end }}
+{{- with $p.maxKeyBytes }}
+publish-max-key-bytes: {{ . | quote }}
+{{- end }}
+{{- with $p.maxValueBytes }}
+publish-max-value-bytes: {{ . | quote }}
+{{- end }}
+{{- with $p.maxHeaderBytes }}
+publish-max-header-bytes: {{ . | quote }}
+{{- end }}
+{{- with $p.maxRecords }}
+publish-max-records: {{ . }}
+{{- end }}
+{{- with $p.pendingBytes }}
+# Counted in the container's memory limit, when the chart derives it.
+publish-pending-bytes: {{ . | quote }}
+{{- end }}
+{{- with $p.timeout }}
+publish-timeout: {{ . | quote }}
+{{- end }}
+{{- with $p.idempotencyWindow }}
+publish-idempotency-window: {{ . | quote }}
+{{- end }}
+{{- with $p.rate }}
+publish-rate: {{ . }}
+{{- end }}
+{{- with $p.burst }}
+publish-burst: {{ . }}
+{{- end }}
+{{- end }}
+{{- end -}}
+
+{{/*
+ssegate.publishMaxBody: the largest publish request body the gateway takes, in bytes, as it bounds it (every
+record at its largest, in base64, with room for the JSON; at most 64MiB): what a proxy in front must let
+through. The gateway's defaults stand in for the values left empty (config_publish.go; a test compares them).
+*/}}
+{{- define "ssegate.publishMaxBody" -}}
+{{- $p := .Values.gateway.publish -}}
+{{- $key := include "ssegate.bytes" (default "4KiB" $p.maxKeyBytes) -}}
+{{- $value := include "ssegate.bytes" (default "1MiB" $p.maxValueBytes) -}}
+{{- $header := include "ssegate.bytes" (default "16KiB" $p.maxHeaderBytes) -}}
+{{- $per := add (div (mul (add $key $value $header) 4) 3) 1024 -}}
+{{- min (mul $per (default 500 $p.maxRecords)) 67108864 -}}
+{{- end -}}
+
+{{/* WebSocket streams: the gateway's ws-* settings, only those the values set. */}}
+{{- define "ssegate.websocketConfig" -}}
+{{- with .Values.gateway.websocket.maxMessageBytes }}
+ws-max-message-bytes: {{ . | quote }}
+{{- end }}
+{{- if .Values.gateway.websocket.compression }}
+ws-compression: true
+{{- end }}
 {{- end -}}
 
 {{- define "ssegate.authVolumeMounts" -}}

@@ -35,9 +35,14 @@ ssegate.ringMemory: bytes the gateway's rings may hold together: the budget, or 
 ssegate.memoryLimit: the gateway container's memory limit in bytes: the one in resources, else derived so
 that GOMEMLIMIT (goMemLimitPercent of it) covers the rings, the replay block cache (replayCacheBytes, which
 also sets the gateway's replay-cache-bytes), the unfinished writes to slow clients (pendingWriteBytes, the
-gateway's pending-write-bytes), the connections and the base, rounded up to a MiB. A connection costs
-connectionKiB, or unpooledConnectionKiB when the pods speak TLS or h2c: TLS connections and HTTP/2 streams are
-served by a goroutine each, outside the writer pool that makes a plain HTTP/1.1 connection cheap.
+gateway's pending-write-bytes), the published records Kafka has not acknowledged yet (publish.pendingBytes, the
+gateway's publish-pending-bytes, 16MiB when empty; only with publish.topics), the connections and the base,
+rounded up to a MiB. A connection costs connectionKiB, or unpooledConnectionKiB when the pods speak TLS or h2c:
+TLS connections and HTTP/2 streams are served by a goroutine each, outside the writer pool that makes a plain
+HTTP/1.1 connection cheap. WebSocket streams are too, on any port: websocketPercent of the connections cost
+unpooledConnectionKiB, and websocketCompressionKiB more each with websocket.compression (a compressor of their
+own). Publish request bodies being read and, without Redis, the idempotency keys a pod remembers are not
+counted (docs/kubernetes.md).
 */}}
 {{- define "ssegate.memoryLimit" -}}
 {{- $g := .Values.gateway -}}
@@ -48,7 +53,15 @@ served by a goroutine each, outside the writer pool that makes a plain HTTP/1.1 
 {{- $m := $g.memory -}}
 {{- $connKiB := $m.connectionKiB -}}
 {{- if or $g.tls.secretName $g.h2c }}{{ $connKiB = $m.unpooledConnectionKiB }}{{ end -}}
-{{- $need := add (include "ssegate.ringMemory" .) (include "ssegate.bytes" $g.replayCacheBytes) (include "ssegate.bytes" $g.pendingWriteBytes) (mul $m.connections $connKiB 1024) (mul $m.baseMiB 1048576) -}}
+{{- $wsPct := int $m.websocketPercent -}}
+{{- if or (lt $wsPct 0) (gt $wsPct 100) }}{{ fail "gateway.memory.websocketPercent must be from 0 to 100" }}{{ end -}}
+{{- $ws := div (mul $m.connections $wsPct) 100 -}}
+{{- $wsKiB := $m.unpooledConnectionKiB -}}
+{{- if $g.websocket.compression }}{{ $wsKiB = add $wsKiB $m.websocketCompressionKiB }}{{ end -}}
+{{- $connBytes := mul (add (mul (sub $m.connections $ws) $connKiB) (mul $ws $wsKiB)) 1024 -}}
+{{- $publish := 0 -}}
+{{- if $g.publish.topics }}{{ $publish = include "ssegate.bytes" (default "16MiB" $g.publish.pendingBytes) }}{{ end -}}
+{{- $need := add (include "ssegate.ringMemory" .) (include "ssegate.bytes" $g.replayCacheBytes) (include "ssegate.bytes" $g.pendingWriteBytes) $publish $connBytes (mul $m.baseMiB 1048576) -}}
 {{- $limit := div (add (mul $need 100) (sub $m.goMemLimitPercent 1)) $m.goMemLimitPercent -}}
 {{- mul (div (add $limit 1048575) 1048576) 1048576 -}}
 {{- end -}}

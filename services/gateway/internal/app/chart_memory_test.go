@@ -9,18 +9,27 @@ import (
 )
 
 // TestChartMemory: the gateway container's memory limit and GOMEMLIMIT follow from the ring settings, the
-// replay block cache, the connections a pod is sized for (at unpooledConnectionKiB each when the pods speak TLS
-// or h2c, whose connections and streams the writer pool does not serve) and the base, as values.yaml and
+// replay block cache, the unfinished writes, publishing's unacknowledged records (with a topic open), the
+// connections a pod is sized for (at unpooledConnectionKiB each when the pods speak TLS or h2c, whose
+// connections and streams the writer pool does not serve, and for the WebSocket share, with a compressor more
+// each with compression) and the base, as values.yaml and
 // docs/kubernetes.md say; the replay cache's value is the gateway's replay-cache-bytes too; a limit given in resources wins, and
 // GOMEMLIMIT is then a share of it.
 func TestChartMemory(t *testing.T) {
 	const Ki, Mi, Gi = int64(1) << 10, int64(1) << 20, int64(1) << 30
 	// derived is the arithmetic of the chart: GOMEMLIMIT (percent of the limit) covers rings + replay cache +
 	// unfinished writes + connections x KiB + base; the limit is rounded up to a MiB.
-	derived := func(rings, replayCache, pending, conns, connKiB, baseMiB, pct int64) int64 {
-		need := rings + replayCache + pending + conns*connKiB*Ki + baseMiB*Mi
+	limitOf := func(need, pct int64) int64 {
 		limit := (need*100 + pct - 1) / pct
 		return (limit + Mi - 1) / Mi * Mi
+	}
+	derived := func(rings, replayCache, pending, conns, connKiB, baseMiB, pct int64) int64 {
+		return limitOf(rings+replayCache+pending+conns*connKiB*Ki+baseMiB*Mi, pct)
+	}
+	// derivedWith adds publishing's unacknowledged records (publish) and ws WebSocket streams among the
+	// connections, at wsKiB each.
+	derivedWith := func(rings, replayCache, pending, publish, conns, connKiB, ws, wsKiB, baseMiB, pct int64) int64 {
+		return limitOf(rings+replayCache+pending+publish+((conns-ws)*connKiB+ws*wsKiB)*Ki+baseMiB*Mi, pct)
 	}
 	for _, tc := range []struct {
 		name        string
@@ -100,6 +109,59 @@ func TestChartMemory(t *testing.T) {
 				"memory": map[string]any{"connections": 20000, "unpooledConnectionKiB": 50, "goMemLimitPercent": 90},
 			},
 			derived(64*Mi, 32*Mi, 32*Mi, 20000, 50, 128, 90), "", nil,
+		},
+		{
+			"publishing: publish-pending-bytes' default of 16MiB",
+			map[string]any{"topics": []any{"t"}, "publish": map[string]any{"topics": []any{"t"}}},
+			derivedWith(64*Mi, 32*Mi, 32*Mi, 16*Mi, 10000, 4, 0, 0, 128, 90), "346Mi",
+			[]string{`publish-topics: ["t"]`},
+		},
+		{
+			"publishing: its pending bytes, the setting and the limit",
+			map[string]any{"topics": []any{"t"}, "publish": map[string]any{"topics": []any{"t"}, "pendingBytes": "256MiB"}},
+			derivedWith(64*Mi, 32*Mi, 32*Mi, 256*Mi, 10000, 4, 0, 0, 128, 90), "613Mi",
+			[]string{`publish-pending-bytes: "256MiB"`},
+		},
+		{
+			"publish pending bytes without a topic open: publishing is off, nothing counted",
+			map[string]any{"topics": []any{"t"}, "publish": map[string]any{"pendingBytes": "256MiB"}},
+			derived(64*Mi, 32*Mi, 32*Mi, 10000, 4, 128, 90), "328Mi", nil,
+		},
+		{
+			"WebSocket streams: their share at unpooledConnectionKiB",
+			map[string]any{"topics": []any{"t"}, "memory": map[string]any{"websocketPercent": 25, "goMemLimitPercent": 90}},
+			derivedWith(64*Mi, 32*Mi, 32*Mi, 0, 10000, 4, 2500, 36, 128, 90), "415Mi", nil,
+		},
+		{
+			"WebSocket streams with compression: a compressor each",
+			map[string]any{
+				"topics": []any{"t"}, "websocket": map[string]any{"compression": true},
+				"memory": map[string]any{"websocketPercent": 10, "goMemLimitPercent": 90},
+			},
+			derivedWith(64*Mi, 32*Mi, 32*Mi, 0, 10000, 4, 1000, 36+1210, 128, 90), "", []string{"ws-compression: true"},
+		},
+		{
+			"compression without a WebSocket share counts nothing",
+			map[string]any{"topics": []any{"t"}, "websocket": map[string]any{"compression": true}},
+			derived(64*Mi, 32*Mi, 32*Mi, 10000, 4, 128, 90), "328Mi", nil,
+		},
+		{
+			"WebSocket streams with TLS: every connection is unpooled already",
+			map[string]any{
+				"topics": []any{"t"}, "tls": map[string]any{"secretName": "gateway-tls"},
+				"memory": map[string]any{"websocketPercent": 50, "goMemLimitPercent": 90},
+			},
+			derived(64*Mi, 32*Mi, 32*Mi, 10000, 36, 128, 90), "676Mi", nil,
+		},
+		{
+			"publishing and WebSockets together, with their own costs",
+			map[string]any{
+				"topics": []any{"a", "b"}, "ringBudget": "1GiB",
+				"publish":   map[string]any{"topics": []any{"b"}, "pendingBytes": "64MiB"},
+				"websocket": map[string]any{"compression": true},
+				"memory":    map[string]any{"connections": 20000, "websocketPercent": 5, "unpooledConnectionKiB": 40, "websocketCompressionKiB": 1300, "goMemLimitPercent": 80},
+			},
+			derivedWith(Gi, 32*Mi, 32*Mi, 64*Mi, 20000, 4, 1000, 40+1300, 128, 80), "", nil,
 		},
 		{
 			"a limit given in resources wins",
@@ -188,10 +250,22 @@ func TestChartMemoryBadSize(t *testing.T) {
 		{"topics": []any{"a"}, "ringBytes": "1.5GiB"},
 		{"topics": []any{"a"}, "replayCacheBytes": "lots"},
 		{"topics": []any{"a"}, "resources": map[string]any{"limits": map[string]any{"memory": "1.5Gi"}}},
+		{"topics": []any{"a"}, "publish": map[string]any{"topics": []any{"a"}, "pendingBytes": "lots"}},
 	} {
 		_, err := renderChart(t, map[string]any{"kafka": map[string]any{"brokers": []any{"k:9092"}}, "gateway": g})
 		if err == nil || !strings.Contains(err.Error(), "is not a byte size") {
 			t.Errorf("%v: %v, want an error saying it is not a byte size", g, err)
+		}
+	}
+}
+
+// TestChartMemoryWebSocketPercent: a WebSocket share that is not a percentage is refused at render.
+func TestChartMemoryWebSocketPercent(t *testing.T) {
+	for _, pct := range []int{-1, 101} {
+		g := map[string]any{"topics": []any{"a"}, "memory": map[string]any{"websocketPercent": pct}}
+		_, err := renderChart(t, map[string]any{"kafka": map[string]any{"brokers": []any{"k:9092"}}, "gateway": g})
+		if err == nil || !strings.Contains(err.Error(), "gateway.memory.websocketPercent must be from 0 to 100") {
+			t.Errorf("websocketPercent %d: %v, want an error naming it", pct, err)
 		}
 	}
 }

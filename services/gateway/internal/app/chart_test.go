@@ -60,6 +60,12 @@ var chartValueSets = map[string]map[string]any{
 			},
 			"cors":   map[string]any{"origins": []any{"https://app.example.com", "https://*.example.com"}, "credentials": true},
 			"limits": map[string]any{"maxStreams": 20000, "streamRate": 500, "maxStreamsPerIP": 50, "maxStreamsPerSubject": 10, "trustedProxies": []any{"198.51.100.0/24"}, "quotaFailure": "closed"},
+			"publish": map[string]any{
+				"topics": []any{"orders"}, "rate": 100, "burst": 200, "maxValueBytes": "256KiB", "maxRecords": 100,
+				"pendingBytes": "32MiB", "timeout": "20s", "idempotencyWindow": "1h",
+			},
+			"websocket": map[string]any{"maxMessageBytes": "256KiB", "compression": true},
+			"memory":    map[string]any{"websocketPercent": 10},
 		},
 		"metrics": map[string]any{"serviceMonitor": map[string]any{"enabled": true}, "prometheusRule": map[string]any{"enabled": true}, "grafanaDashboard": map[string]any{"enabled": true}},
 		"ingest": map[string]any{
@@ -287,6 +293,7 @@ func checkChartInvariants(t *testing.T, vals map[string]any, typed []runtime.Obj
 	}
 	checkChartAuth(t, vals, cfg)
 	checkChartTLS(t, vals, cfg, typed)
+	checkChartPublish(t, vals, cfg, typed)
 	if tr, _ := vals["tracing"].(map[string]any); cfg.OTLPEndpoint != fmt.Sprint(map[bool]any{true: tr["otlpEndpoint"], false: ""}[tr != nil]) {
 		t.Errorf("the gateway's otlp-endpoint %q, want the chart's tracing.otlpEndpoint %v", cfg.OTLPEndpoint, tr)
 	}
@@ -500,7 +507,10 @@ func checkChartAuth(t *testing.T, vals map[string]any, cfg Config) {
 	a, _ := g["auth"].(map[string]any)
 	def := defaults()
 	if a == nil {
-		if !reflect.DeepEqual(cfg.Auth, def.Auth) || !reflect.DeepEqual(cfg.CORS, def.CORS) || !reflect.DeepEqual(cfg.Limits, def.Limits) {
+		// The Redis address is checkChartPublish's: publishing takes it without limits.
+		limits := cfg.Limits
+		limits.Redis = def.Limits.Redis
+		if !reflect.DeepEqual(cfg.Auth, def.Auth) || !reflect.DeepEqual(cfg.CORS, def.CORS) || !reflect.DeepEqual(limits, def.Limits) {
 			t.Errorf("without auth, CORS or limits values the gateway's settings differ from its defaults: %+v %+v %+v", cfg.Auth, cfg.CORS, cfg.Limits)
 		}
 		return
