@@ -1,17 +1,12 @@
 package app
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ssegate/ssegate/pkg/tlstest"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -23,25 +18,8 @@ import (
 // names (the gateway loads the pair at start).
 func chartTestPair(t *testing.T) (certPEM, keyPEM []byte) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "sse-ssegate-gateway.events.svc"},
-		DNSNames:  []string{"sse-ssegate-gateway.events.svc"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder})
+	p := tlstest.New(t, "sse-ssegate-gateway.events.svc", time.Now().Add(time.Hour), "sse-ssegate-gateway.events.svc")
+	return p.CertPEM, p.KeyPEM
 }
 
 // chartTLSValues returns gateway.tls.secretName, certKey and keyKey (with the chart's defaults) and
