@@ -44,7 +44,7 @@ const (
 
 // nodeValues are the release's values: two gateway pods on topic, and one ingest pod writing src (an SSE
 // source the test serves) into src.topic.
-func nodeValues(brokers []string, topic, tag, logLevel string, src *source) map[string]any {
+func nodeValues(brokers []string, topic, pubTopic, tag, logLevel string, src *source) map[string]any {
 	bs := make([]any, 0, len(brokers))
 	for _, b := range brokers {
 		bs = append(bs, b)
@@ -55,7 +55,8 @@ func nodeValues(brokers []string, topic, tag, logLevel string, src *source) map[
 			"gateway": map[string]any{"tag": tag}, "ingest": map[string]any{"tag": tag}, "pullPolicy": "Never",
 		},
 		"gateway": map[string]any{
-			"topics": []any{topic}, "replicas": nodeReplicas, "logLevel": logLevel,
+			"topics": []any{topic, pubTopic}, "replicas": nodeReplicas, "logLevel": logLevel,
+			"publish": map[string]any{"topics": []any{pubTopic}, "anonymous": true},
 			"drainSeconds": 2, "endpointPropagationSeconds": 1, "writeTimeoutSeconds": 2, "minReadySeconds": nodeMinReady,
 			"ringBytes": "8MiB", "heartbeat": "1s",
 			"resources": map[string]any{
@@ -79,7 +80,9 @@ func nodeValues(brokers []string, topic, tag, logLevel string, src *source) map[
 // upgrade. `helm test` runs the chart's test pod, which opens a stream through the client Service. A client
 // streams from pod 0 by its address; pod 0 is deleted; the client resumes on pod 1 with its Last-Event-ID.
 // Then `helm upgrade` with a changed value rolls both pods while eight clients stream through the client
-// Service's cluster IP (kube-proxy), reconnecting as EventSource does, on a network that drops each of their
+// Service's cluster IP (kube-proxy), two WebSocket clients acknowledge what they process and resume from it, and
+// a publisher writes records with idempotency keys into a second topic, retrying what fails (each must be there
+// once); the eight reconnect as EventSource does, on a network that drops each of their
 // connections after 1 to 4 s; none may get an answer other than a 200 stream, which a browser would never
 // retry. Records are produced all along. Every client must end with exactly the topic's records: per
 // partition, every offset once, in order. Meanwhile the ingest pod copies an SSE source served by the test
@@ -92,13 +95,14 @@ func TestChartOnNode(t *testing.T) {
 	brokers := kafkatest.Brokers(t)
 	gateway := needEnv(t, "KUBE_NODE_GATEWAY", "`make e2e-k8s`")
 	topic := kafkatest.NewTopic(t, nodePartitions, nil)
+	pubTopic := kafkatest.NewTopic(t, 2, nil)
 	src := startSource(t, gateway, kafkatest.NewTopic(t, 1, nil))
 	ns := c.namespace(t, "chart-node")
 	cfg := c.helm(t, ns)
 
 	prod := startProducer(t, topic)
 	t0 := time.Now()
-	if _, err := install(t, cfg, ns, nodeRelease, nodeValues(brokers, topic, tag, "info", src), rolloutTimeout); err != nil {
+	if _, err := install(t, cfg, ns, nodeRelease, nodeValues(brokers, topic, pubTopic, tag, "info", src), rolloutTimeout); err != nil {
 		c.dumpPods(t, ns)
 		t.Fatalf("helm install --wait: %v", err)
 	}
@@ -197,6 +201,12 @@ func TestChartOnNode(t *testing.T) {
 		clients[i] = cl
 		wg.Go(func() { cl.run(ctx) })
 	}
+	// Two WebSocket clients that acknowledge what they process, and a publisher, through the Service too.
+	wsClients := []*wsClient{newWSClient("ws-0", topic, svc), newWSClient("ws-1", topic, svc)}
+	for _, w := range wsClients {
+		wg.Go(func() { w.run(ctx) })
+	}
+	pub := startPublisher(svc, pubTopic)
 	checkFor(t, time.Minute, 100*time.Millisecond, func() error {
 		for _, cl := range clients {
 			if cl.total() == 0 {
@@ -206,7 +216,7 @@ func TestChartOnNode(t *testing.T) {
 		return nil
 	})
 	t0 = time.Now()
-	if _, err := upgrade(t, cfg, ns, nodeRelease, nodeValues(brokers, topic, tag, "debug", src), rolloutTimeout); err != nil {
+	if _, err := upgrade(t, cfg, ns, nodeRelease, nodeValues(brokers, topic, pubTopic, tag, "debug", src), rolloutTimeout); err != nil {
 		c.dumpPods(t, ns)
 		t.Fatalf("helm upgrade --wait: %v", err)
 	}
@@ -229,8 +239,20 @@ func TestChartOnNode(t *testing.T) {
 			return nil
 		})
 	}
+	for _, w := range wsClients {
+		checkFor(t, time.Minute, 100*time.Millisecond, func() error {
+			if n := w.missing(want); n > 0 {
+				return fmt.Errorf("WebSocket client %s misses %d records", w.name, n)
+			}
+			return nil
+		})
+	}
+	pub.stop(t)
 	cancel()
 	wg.Wait()
+	for _, w := range wsClients {
+		w.check(t, want)
+	}
 	checkTopic(t, topic, want)
 	src.check(t)
 	if len(picks) < 2 || picks[0] != ip0 || picks[1] != ip1 {
