@@ -25,7 +25,8 @@ type shared struct {
 	connErrs  atomic.Int64              // streams that ended with an error other than our own cancel
 	openConns atomic.Int64              // streams whose opening block has been read
 	idBytes   atomic.Int64              // bytes of the id: values of the events received by all connections
-	bodyBytes atomic.Int64              // bytes of event-stream body read by all connections (after chunked decoding)
+	bodyBytes atomic.Int64              // bytes of event-stream body (after chunked decoding), or of WebSocket messages, read by all connections
+	wsAcks    atomic.Int64              // acknowledgements sent by all WebSocket streams (--ws-acks)
 }
 
 // countingReader counts the bytes read through it; one per connection, summed into shared when it ends.
@@ -68,6 +69,11 @@ type connOpts struct {
 	h2      *h2Pool
 	h2Group int
 
+	// WebSocket (ws.go): the stream is GET /ws/{topic} (url says so) read as JSON messages; wsAckEvery > 0
+	// acknowledges every wsAckEvery-th message (url asks for ack=1).
+	ws         bool
+	wsAckEvery int
+
 	// Slow mode: when stopRead closes, the stream stops reading; when check closes, it reads what is left
 	// for up to checkWait to learn whether the gateway closed it meanwhile.
 	stopRead  <-chan struct{}
@@ -97,8 +103,12 @@ func dialer(rcvBuf int, local netip.Addr) *net.Dialer {
 // stream opens one SSE stream and reads it until ctx ends or the stream fails. Over HTTP/1.1 it uses a raw
 // TCP connection (one goroutine, a 4 KiB buffer) rather than net/http's client, which would add two
 // goroutines and two buffers per connection; over HTTP/2 (o.h2) it sends the request on its group's shared
-// connection (h2.go). Either way the response body is read by read.
+// connection (h2.go). Either way the response body is read by read. A WebSocket stream (o.ws) is opened and
+// read by streamWS (ws.go), its messages checked by the same begin and event.
 func (c *client) stream(ctx context.Context, sh *shared, o connOpts) error {
+	if o.ws {
+		return c.streamWS(ctx, sh, o)
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, o.url, http.NoBody)
 	if err != nil {
 		return err
@@ -122,26 +132,35 @@ func (c *client) stream(ctx context.Context, sh *shared, o connOpts) error {
 		// The body is read from the connection's buffers, not a socket: a busy stream reads more at once.
 		bodyBuf = max(o.readBuf, 4096)
 	} else {
-		var done func()
-		if resp, conn, done, err = c.roundTripH1(ctx, req, o); err != nil {
+		h, err := c.roundTripH1(ctx, req, o)
+		if err != nil {
 			return err
 		}
-		defer done()
+		defer h.done()
+		resp, conn = h.resp, h.conn
 	}
 	defer func() { _ = resp.Body.Close() }()
 	return c.read(ctx, sh, resp, conn, bodyBuf, o)
 }
 
-// roundTripH1 dials a TCP connection of the stream's own, writes the request and reads the response header.
-// done closes the connection.
-func (c *client) roundTripH1(ctx context.Context, req *http.Request, o connOpts) (*http.Response, net.Conn, func(), error) {
+// h1Conn is a request sent on a TCP connection of the stream's own, and its response.
+type h1Conn struct {
+	resp *http.Response
+	conn net.Conn
+	br   *bufio.Reader // the connection's reader, past the response header (a 101's WebSocket frames follow)
+	done func()        // closes the connection
+}
+
+// roundTripH1 dials a TCP connection of the stream's own (from o.local, with o.rcvBuf), closed when ctx ends,
+// writes the request and reads the response header. Event streams and WebSocket handshakes both use it.
+func (c *client) roundTripH1(ctx context.Context, req *http.Request, o connOpts) (h1Conn, error) {
 	network, local := "tcp", netip.Addr{}
 	if o.local.IsValid() && bindsSource(req.URL.Hostname()) {
 		network, local = "tcp4", o.local
 	}
 	conn, err := dialer(o.rcvBuf, local).DialContext(ctx, network, req.URL.Host)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("connect: %w", err)
+		return h1Conn{}, fmt.Errorf("connect: %w", err)
 	}
 	stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
 	done := func() {
@@ -151,15 +170,15 @@ func (c *client) roundTripH1(ctx context.Context, req *http.Request, o connOpts)
 	c.requested = time.Now()
 	if err := req.Write(conn); err != nil {
 		done()
-		return nil, nil, nil, fmt.Errorf("request: %w", err)
+		return h1Conn{}, fmt.Errorf("request: %w", err)
 	}
 	br := bufio.NewReaderSize(conn, max(o.readBuf, 4096))
 	resp, err := http.ReadResponse(br, req)
 	if err != nil {
 		done()
-		return nil, nil, nil, fmt.Errorf("response: %w", err)
+		return h1Conn{}, fmt.Errorf("response: %w", err)
 	}
-	return resp, conn, done, nil
+	return h1Conn{resp: resp, conn: conn, br: br, done: done}, nil
 }
 
 // read checks the response and reads its event stream until ctx ends or the stream fails: the opening
@@ -180,14 +199,10 @@ func (c *client) read(ctx context.Context, sh *shared, resp *http.Response, conn
 	if err != nil {
 		return err
 	}
-	if err := c.tr.open(id, time.Now()); err != nil {
+	if err := c.begin(sh, id, o); err != nil {
 		return err
 	}
-	sh.openConns.Add(1)
 	defer sh.openConns.Add(-1)
-	if o.opened != nil {
-		o.opened()
-	}
 
 	p := sse.NewParser(body)
 	for {
@@ -215,7 +230,23 @@ func (c *client) read(ctx context.Context, sh *shared, resp *http.Response, conn
 	}
 }
 
-// event accounts for one event just received: the tracker checks its id, the shared counters count it
+// begin accounts for a stream's opening position, whatever the transport (the opening block of an event
+// stream, the "open" message of a WebSocket): the tracker takes its id (the first sets where the client
+// starts, a later one, a resume's, is checked against what the client had), the stream counts as open and
+// o.opened is called. The caller subtracts the stream from sh.openConns when it ends.
+func (c *client) begin(sh *shared, id string, o connOpts) error {
+	if err := c.tr.open(id, time.Now()); err != nil {
+		return err
+	}
+	sh.openConns.Add(1)
+	if o.opened != nil {
+		o.opened()
+	}
+	return nil
+}
+
+// event accounts for one event just received, whatever the transport (a WebSocket message is mapped to the
+// event an event stream would have carried, wsEvent): the tracker checks its id, the shared counters count it
 // and, with measure, its latency goes into the histogram. The clock is read only when something needs it
 // (a latency, the first frame, a storm target reached): at millions of frames a second, reading it for
 // every frame was a tenth of the tool's time.

@@ -74,3 +74,41 @@ func BenchmarkReadFrames(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkReadWSMessages is BenchmarkReadFrames' live case for WebSocket messages (--proto=ws): the JSON
+// message mapped to its event (wsEvent), then the same checks. The WebSocket framing itself
+// (coder/websocket's reader) is not in it.
+func BenchmarkReadWSMessages(b *testing.B) {
+	const frames = 10_000
+	msgs := make([][]byte, frames)
+	offs := [3]int64{1000, 2000, 3000}
+	for i := range msgs {
+		p := i % 3
+		offs[p]++
+		id := "v1:0-" + strconv.FormatInt(offs[0], 10) + ".1-" + strconv.FormatInt(offs[1], 10) + ".2-" + strconv.FormatInt(offs[2], 10)
+		msgs[i] = gatewayWSMessage("message", id, makeValue(time.Now().UnixNano(), int64(i), 200), "k-"+strconv.Itoa(i), int32(p), offs[p])
+	}
+	b.ReportAllocs()
+	var sh shared
+	for b.Loop() {
+		b.StopTimer()
+		c := &client{}
+		if err := c.tr.open("v1:0-1000.1-2000.2-3000", time.Now()); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		for _, m := range msgs {
+			_, ev, _, err := wsEvent(m)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := c.event(&sh, ev, false); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if n := c.tr.counts(); n.Delivered != frames || n.Lost != 0 || n.Dup != 0 {
+			b.Fatalf("counts = %+v", n)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*frames), "ns/frame")
+}

@@ -47,11 +47,13 @@ type config struct {
 	JSON          bool
 	CPUProfile    string // file for the tool's own CPU profile (runtime/pprof); empty means none
 
-	Proto          string // protoH1, protoH2C or protoH2 (h2.go)
+	Proto          string // protoH1, protoH2C, protoH2 (h2.go) or protoWS (ws.go)
 	StreamsPerConn int    // h2, h2c: streams that share one HTTP/2 connection
 	Insecure       bool   // h2: accept any certificate
 	CAFile         string // h2: PEM certificates to trust instead of the system's
 	HeapProfile    string // idle: file for the first gateway's heap profile, fetched after the hold
+	WSAcks         int    // ws: acknowledge every WSAcks-th message (ack=1); 0 asks for no acknowledgements
+	WSMaxInFlight  int    // ws with WSAcks: the stream's max_in_flight
 
 	StormConsume       time.Duration
 	StormGap           time.Duration
@@ -104,8 +106,11 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.DurationVar(&c.DrainWait, "drain-timeout", 15*time.Second, "after producing stops, how long clients get to receive everything")
 	fs.StringVar(&c.CPUProfile, "cpu-profile", "", "write the tool's own CPU profile for the whole run to this file (go tool pprof)")
 	fs.StringVar(&c.Proto, "proto", protoH1,
-		"how streams are spoken: h1 (HTTP/1.1, a TCP connection each), h2c (cleartext HTTP/2 with prior knowledge) or h2 (HTTP/2 over TLS by ALPN, https:// URLs); "+
-			"h2 and h2c in steady, idle and storm only")
+		"how streams are spoken: h1 (HTTP/1.1, a TCP connection each), h2c (cleartext HTTP/2 with prior knowledge), h2 (HTTP/2 over TLS by ALPN, https:// URLs) "+
+			"or ws (WebSocket, GET /ws/{topic}, a TCP connection each, cleartext); h2, h2c and ws in steady, idle and storm only")
+	fs.IntVar(&c.WSAcks, "ws-acks", 0,
+		"ws: ask for acknowledgements (ack=1) and acknowledge every N-th message (1: every message); 0: no acknowledgements")
+	fs.IntVar(&c.WSMaxInFlight, "ws-max-in-flight", 100, "ws with --ws-acks: messages the gateway sends unacknowledged (max_in_flight), 1 to 10000, at least --ws-acks")
 	fs.IntVar(&c.StreamsPerConn, "streams-per-conn", 100, fmt.Sprintf("h2, h2c: streams that share one HTTP/2 connection, 1 to %d", maxStreamsPerConn))
 	fs.BoolVar(&c.Insecure, "insecure", false, "h2: accept the gateway's certificate without checking it")
 	fs.StringVar(&c.CAFile, "ca-file", "", "h2: PEM file of the certificates to trust (a self-signed gateway certificate is its own); default the system's")
@@ -177,12 +182,22 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 func (c config) validateProto() error {
 	switch c.Proto {
 	case protoH1:
-	case protoH2C, protoH2:
+	case protoH2C, protoH2, protoWS:
 		if c.Mode == modeSlow || c.Mode == modeResume {
 			return fmt.Errorf("--proto=%s: mode %s speaks HTTP/1.1 only (it reads the stream's socket itself); use --proto=h1", c.Proto, c.Mode)
 		}
 	default:
-		return fmt.Errorf("--proto: want h1, h2c or h2, got %q", c.Proto)
+		return fmt.Errorf("--proto: want h1, h2c, h2 or ws, got %q", c.Proto)
+	}
+	if c.WSAcks < 0 || (c.WSAcks > 0 && c.Proto != protoWS) {
+		return errors.New("--ws-acks: 0 or more, with --proto=ws only")
+	}
+	if c.WSMaxInFlight < 1 || c.WSMaxInFlight > 10000 {
+		return errors.New("--ws-max-in-flight: want 1 to 10000")
+	}
+	if c.WSAcks > c.WSMaxInFlight {
+		// The gateway would stop at max_in_flight messages, and the tool wait for more before acknowledging.
+		return fmt.Errorf("--ws-acks=%d: at most --ws-max-in-flight (%d), or the stream stalls", c.WSAcks, c.WSMaxInFlight)
 	}
 	if c.StreamsPerConn < 1 || c.StreamsPerConn > maxStreamsPerConn {
 		return fmt.Errorf("--streams-per-conn: want 1 to %d", maxStreamsPerConn)

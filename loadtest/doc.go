@@ -1,5 +1,5 @@
-// Command loadtest is ssegate's load tool: it opens many SSE connections to one or more gateways on
-// loopback, produces keyed records to Kafka, and reports throughput, end-to-end latency, loss and
+// Command loadtest is ssegate's load tool: it opens many SSE connections (or WebSocket streams) to one or
+// more gateways on loopback, produces keyed records to Kafka, and reports throughput, end-to-end latency, loss and
 // duplication per connection, and the gateways' CPU time and memory per connection.
 //
 // Modes (--mode): steady (N connections, records at a rate for a duration), idle (N connections with no
@@ -25,7 +25,9 @@
 // Each connection is one goroutine reading its socket through a 4 KiB buffer and a pkg/sse Parser; it owns
 // its client and tracker while the stream runs. With --proto=h2c or h2 (h2.go) the streams share HTTP/2
 // connections, --streams-per-conn to one, and each stream's goroutine reads its response body through the
-// same buffer, Parser and checks. The coordinator (run and the mode functions) reads
+// same buffer, Parser and checks. With --proto=ws (ws.go) each stream is a WebSocket on a TCP connection of
+// its own, read by its goroutine through coder/websocket; every JSON message is mapped to the event an event
+// stream would carry (wsEvent) and goes through the same checks (client.begin and client.event). The coordinator (run and the mode functions) reads
 // trackers only through their mutex, and a client's other fields only after its group has been joined
 // (group.stop). The latency histogram is shared and lock-free (atomic counters). The producer runs in one
 // goroutine started and joined by startProducer.

@@ -50,6 +50,10 @@ type result struct {
 	Proto          string `json:"proto"`
 	StreamsPerConn int    `json:"streams_per_conn,omitempty"`
 	H2Conns        int64  `json:"h2_conns,omitempty"`
+	// WebSocket: WSAcks is --ws-acks (acknowledge every that many messages; 0 none), WSAcksSent the
+	// acknowledgements the streams sent.
+	WSAcks     int   `json:"ws_acks,omitempty"`
+	WSAcksSent int64 `json:"ws_acks_sent,omitempty"`
 
 	Elapsed          time.Duration `json:"-"`
 	ElapsedSeconds   float64       `json:"elapsed_s"`
@@ -213,7 +217,14 @@ func (r *result) summary() string {
 		status = "FAIL"
 	}
 	fmt.Fprintf(&b, "loadtest mode=%s result=%s conns=%d/%d", r.Mode, status, r.Opened, r.Connections)
-	if r.Proto != "" && r.Proto != protoH1 {
+	switch r.Proto {
+	case "", protoH1:
+	case protoWS:
+		fmt.Fprintf(&b, " proto=ws")
+		if r.WSAcks > 0 {
+			fmt.Fprintf(&b, " ws_acks=%d ws_acks_sent=%d", r.WSAcks, r.WSAcksSent)
+		}
+	default:
 		fmt.Fprintf(&b, " proto=%s h2_conns=%d", r.Proto, r.H2Conns)
 	}
 	if r.Mode != modeIdle {

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,11 +30,24 @@ type runner struct {
 	connectBase time.Duration // the fixed part of connect's timeout; zero means 30 s (tests shorten it)
 }
 
-// streamURL is the stream URL of connection i on gateway base.
+// streamURL is the stream URL of connection i on gateway base: /streams/{topic}, or /ws/{topic} over
+// WebSocket, with acknowledgements when --ws-acks asks for them.
 func (r *runner) streamURL(base string) string {
-	u := base + "/streams/" + r.cfg.Topic
+	path := "/streams/"
+	if r.cfg.Proto == protoWS {
+		path = "/ws/"
+	}
+	u := base + path + r.cfg.Topic
+	q := url.Values{}
 	if r.cfg.Mode == modeIdle {
-		u += "?heartbeat=0"
+		q.Set("heartbeat", "0")
+	}
+	if r.cfg.Proto == protoWS && r.cfg.WSAcks > 0 {
+		q.Set("ack", "1")
+		q.Set("max_in_flight", strconv.Itoa(r.cfg.WSMaxInFlight))
+	}
+	if len(q) > 0 {
+		u += "?" + q.Encode()
 	}
 	return u
 }
@@ -43,8 +58,11 @@ func run(ctx context.Context, cfg config) (result, error) {
 		Mode: cfg.Mode, Connections: cfg.Connections, Rate: cfg.Rate, Size: cfg.Size, Topic: cfg.Topic,
 		Sources: sourceSpan(cfg.Connections, cfg.PerSource), Proto: cfg.Proto,
 	}
-	if cfg.Proto != protoH1 {
+	if cfg.Proto == protoH2 || cfg.Proto == protoH2C {
 		r.res.StreamsPerConn = cfg.StreamsPerConn
+	}
+	if cfg.Proto == protoWS {
+		r.res.WSAcks = cfg.WSAcks
 	}
 	var err error
 	if r.tls, err = clientTLS(cfg.Proto, cfg.Insecure, cfg.CAFile); err != nil {
@@ -104,6 +122,7 @@ func run(ctx context.Context, cfg config) (result, error) {
 		err = r.resume(ctx)
 	}
 	r.res.H2Conns = r.h2Dials.Load()
+	r.res.WSAcksSent = r.sh.wsAcks.Load()
 	return r.res, err
 }
 
@@ -180,6 +199,9 @@ func (r *runner) connect(ctx context.Context, opts func(i int) connOpts, delay f
 		}
 		if g.h2 != nil {
 			o.h2, o.h2Group = g.h2, h2GroupOf(i, len(r.cfg.URLs), r.cfg.StreamsPerConn)
+		}
+		if r.cfg.Proto == protoWS {
+			o.ws, o.wsAckEvery = true, r.cfg.WSAcks
 		}
 		g.wg.Go(func() {
 			if d := delay(i); d > 0 {

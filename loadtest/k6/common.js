@@ -122,3 +122,74 @@ export function streamURL(n) {
   const topic = __ENV.TOPIC || "loadtest";
   return `${bases[n % bases.length].replace(/\/$/, "")}/streams/${topic}`;
 }
+
+// wsURL is the WebSocket stream (GET /ws/TOPIC) on one of the comma-separated BASE_URLS, chosen by n, as
+// ws:// or wss://; ackEvery > 0 asks for acknowledgements (ack=1, max_in_flight).
+export function wsURL(n, ackEvery = 0, maxInFlight = 100) {
+  const u = streamURL(n).replace(/^http/, "ws").replace(/\/streams\/([^/]*)$/, "/ws/$1");
+  return ackEvery > 0 ? `${u}?ack=1&max_in_flight=${maxInFlight}` : u;
+}
+
+// WSStream follows one client's WebSocket streams of the gateway (docs/gateway.md, "WebSocket"): every
+// message is JSON, the first of a connection "open" with its position, then records and the gateway's events
+// with the same ids an event stream gives the same records. Each is accounted for in pos (Positions) as the
+// SSE scripts account for the event the event stream carries: the ids must advance by one offset in one
+// partition per record. With ackEvery > 0 every ackEvery-th message with data is acknowledged (cumulatively).
+export class WSStream {
+  constructor(ackEvery = 0) {
+    this.pos = new Positions();
+    this.ackEvery = ackEvery;
+    this.opened = false;
+    this.unacked = 0;
+    this.messages = 0;
+  }
+
+  // connect starts a new connection: its first message must be "open" again.
+  connect() {
+    this.opened = false;
+    this.unacked = 0;
+  }
+
+  // message takes one message's text and returns what to do: ack, the acknowledgement to send (or null);
+  // error, why the stream is wrong (or null); sent, the send time in ms of a value the Go tool wrote (or null).
+  message(text) {
+    const out = { ack: null, error: null, sent: null };
+    let m;
+    try {
+      m = JSON.parse(text);
+    } catch (e) {
+      out.error = `message is not JSON: ${e}`;
+      return out;
+    }
+    if (m === null || typeof m !== "object" || typeof m.event !== "string") {
+      out.error = `message without "event": ${text.slice(0, 200)}`;
+      return out;
+    }
+    this.messages++;
+    if (!this.opened) {
+      if (m.event !== "open") {
+        out.error = `first message is "${m.event}", want "open"`;
+        return out;
+      }
+      this.opened = true;
+    }
+    if (m.event === "open" || m.event === "position") {
+      // The position without a record: as an event stream's id-only block.
+      this.pos.event({ id: m.id, data: "" });
+      return out;
+    }
+    // A record or one of the gateway's events: data as the event stream sends it (a JSON value as JSON, a
+    // string as itself).
+    const data = typeof m.data === "string" ? m.data : JSON.stringify(m.data === undefined ? "" : m.data);
+    if (m.event === "resync") {
+      out.error = `resync ${data}`;
+    }
+    this.pos.frame(m.id);
+    out.sent = sendTime(data);
+    if (this.ackEvery > 0 && ++this.unacked >= this.ackEvery) {
+      out.ack = JSON.stringify({ ack: m.id });
+      this.unacked = 0;
+    }
+    return out;
+  }
+}
