@@ -286,86 +286,148 @@ func (s *wsSink) waitRoom(ctx context.Context) error {
 	}
 }
 
-// appendMessage appends the JSON message of f.
+// appendMessage appends the JSON message of f, its fields in name order (as encoding/json writes a map). It is
+// built by hand: one is built per frame and per connection, and a map through encoding/json cost most of a
+// WebSocket delivery.
 func (s *wsSink) appendMessage(dst []byte, f wsFrame) []byte {
-	m := map[string]any{}
-	event := string(f.event)
+	event := f.event
 	switch {
 	case !f.hasData && !s.opened:
-		event = "open"
-		if f.retry >= 0 {
-			m["retry"] = f.retry
-		}
+		event = eventOpen
 	case !f.hasData:
-		event = "position"
-	case event == "":
-		event = "message"
+		event = eventPosition
+	case len(event) == 0:
+		event = eventMessage
+	}
+	retry := int64(-1)
+	if !s.opened {
+		retry = f.retry
 	}
 	s.opened = true
-	m["id"] = string(f.id)
-	if f.hasData {
-		m["data"] = jsonValue(f.data)
-	}
-	var key any
-	if f.meta != nil {
-		var part int32
-		var off int64
-		var k string
-		if _, err := fmt.Sscanf(string(f.meta), "%d %d %s", &part, &off, &k); err == nil {
-			m["partition"], m["offset"] = part, off
-			if k != "-" {
-				key = keyValue(k)
-			}
+	m := parseMeta(f.meta)
+	isJSON := f.hasData && json.Valid(f.data)
+	field := func(dst []byte, name string) []byte {
+		if dst[len(dst)-1] != '{' {
+			dst = append(dst, ',')
 		}
+		dst = append(dst, '"')
+		dst = append(dst, name...)
+		return append(dst, '"', ':')
+	}
+	dst = append(dst, '{')
+	if f.hasData {
+		dst = appendData(field(dst, "data"), f.data, isJSON)
 	}
 	if s.o.Format == "cloudevents" {
-		ce := map[string]any{"specversion": "1.0", "id": m["id"], "source": "/topics/" + s.topic, "type": event}
 		if f.hasData {
-			ce["data"] = m["data"]
-			ce["datacontenttype"] = "text/plain"
-			if json.Valid(f.data) {
-				ce["datacontenttype"] = "application/json"
+			ct := "text/plain"
+			if isJSON {
+				ct = "application/json"
 			}
+			dst = appendJSONString(field(dst, "datacontenttype"), []byte(ct))
 		}
-		if key != nil {
-			ce["subject"] = key
+		dst = appendJSONString(field(dst, "id"), f.id)
+		if m.ok {
+			dst = strconv.AppendInt(field(dst, "kafkaoffset"), m.offset, 10)
+			dst = strconv.AppendInt(field(dst, "kafkapartition"), int64(m.partition), 10)
 		}
-		if p, ok := m["partition"]; ok {
-			ce["kafkapartition"], ce["kafkaoffset"] = p, m["offset"]
+		if retry >= 0 {
+			dst = strconv.AppendInt(field(dst, "retry"), retry, 10)
 		}
-		if r, ok := m["retry"]; ok {
-			ce["retry"] = r
+		dst = appendJSONString(field(dst, "source"), []byte("/topics/"+s.topic))
+		dst = appendJSONString(field(dst, "specversion"), []byte("1.0"))
+		if m.key != nil {
+			dst = appendJSONString(field(dst, "subject"), m.key)
 		}
-		m = ce
-	} else {
-		m["event"] = event
-		if key != nil {
-			m["key"] = key
-		}
+		dst = appendJSONString(field(dst, "type"), event)
+		return append(dst, '}')
 	}
-	b, _ := json.Marshal(m) // strings, numbers and raw JSON always marshal
-	return append(dst, b...)
+	dst = appendJSONString(field(dst, "event"), event)
+	dst = appendJSONString(field(dst, "id"), f.id)
+	if m.key != nil {
+		dst = appendJSONString(field(dst, "key"), m.key)
+	}
+	if m.ok {
+		dst = strconv.AppendInt(field(dst, "offset"), m.offset, 10)
+		dst = strconv.AppendInt(field(dst, "partition"), int64(m.partition), 10)
+	}
+	if retry >= 0 {
+		dst = strconv.AppendInt(field(dst, "retry"), retry, 10)
+	}
+	return append(dst, '}')
 }
 
-// jsonValue is data as JSON when it is JSON, else as a string.
-func jsonValue(data []byte) any {
-	if json.Valid(data) {
-		return json.RawMessage(bytes.Clone(data))
+var (
+	eventOpen     = []byte("open")
+	eventPosition = []byte("position")
+	eventMessage  = []byte("message")
+)
+
+// meta is a record's meta line, parsed.
+type meta struct {
+	ok        bool
+	partition int32
+	offset    int64
+	key       []byte // as the message shows it: the text, or "base64:" and its base64; nil for none
+}
+
+// parseMeta parses "<partition> <offset> <key in base64, or ->".
+func parseMeta(line []byte) meta {
+	f := bytes.Fields(line)
+	if len(f) != 3 {
+		return meta{}
 	}
-	return string(data)
+	p, err1 := strconv.ParseInt(string(f[0]), 10, 32)
+	o, err2 := strconv.ParseInt(string(f[1]), 10, 64)
+	if err1 != nil || err2 != nil {
+		return meta{}
+	}
+	m := meta{ok: true, partition: int32(p), offset: o}
+	if !bytes.Equal(f[2], []byte("-")) {
+		m.key = keyValue(f[2])
+	}
+	return m
+}
+
+// appendData appends data as JSON when it is JSON (compacted, as encoding/json writes raw JSON), else as a
+// string.
+func appendData(dst, data []byte, isJSON bool) []byte {
+	if !isJSON {
+		return appendJSONString(dst, data)
+	}
+	if !bytes.ContainsAny(data, " \t\r\n") {
+		return append(dst, data...)
+	}
+	var b bytes.Buffer
+	_ = json.Compact(&b, data) // valid: checked
+	return append(dst, b.Bytes()...)
+}
+
+// appendJSONString appends s as a JSON string, escaped as encoding/json escapes it (HTML characters too,
+// invalid UTF-8 replaced); plain printable ASCII, the usual case, is copied as it is.
+func appendJSONString(dst, s []byte) []byte {
+	for _, c := range s {
+		if c < 0x20 || c >= 0x80 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			b, _ := json.Marshal(string(s)) // a string always marshals
+			return append(dst, b...)
+		}
+	}
+	dst = append(dst, '"')
+	dst = append(dst, s...)
+	return append(dst, '"')
 }
 
 // keyValue is a key (base64 in a meta line) as text when it is UTF-8, else "base64:" and its base64, as
 // value-format auto writes values.
-func keyValue(b64 string) string {
-	k, err := base64.StdEncoding.DecodeString(b64)
+func keyValue(b64 []byte) []byte {
+	k, err := base64.StdEncoding.AppendDecode(nil, b64)
 	if err != nil {
-		return ""
+		return nil
 	}
 	if utf8.Valid(k) {
-		return string(k)
+		return k
 	}
-	return "base64:" + b64
+	return append([]byte("base64:"), b64...)
 }
 
 // hello reads the client's first message, its position: {"last_event_id": "<id>"} ("" for none).
@@ -436,8 +498,14 @@ func (s *wsSink) readLoop(ctx context.Context, cancel context.CancelFunc) {
 	}
 }
 
-// parseAck returns the id of an acknowledgement, {"ack": "<id>"} and nothing else.
+// parseAck returns the id of an acknowledgement, {"ack": "<id>"} and nothing else. The form clients send
+// ({"ack":"v1:..."}, no spaces, nothing to unescape) is read without a decoder.
 func parseAck(b []byte) (string, bool) {
+	if id, ok := bytes.CutPrefix(b, []byte(`{"ack":"`)); ok {
+		if id, ok := bytes.CutSuffix(id, []byte(`"}`)); ok && !bytes.ContainsAny(id, `"\\`) {
+			return string(id), true
+		}
+	}
 	var m struct {
 		Ack *string `json:"ack"`
 	}

@@ -19,7 +19,7 @@ func TestWSMessages(t *testing.T) {
 		{"position", "json", "id: v1:\n\n", `{"event":"position","id":"v1:"}`, true},
 		{
 			"json record", "json", "id: v1:0-5\n::m 0 5 YQ==\ndata: {\"n\": 1}\n\n",
-			`{"data":{"n": 1},"event":"message","id":"v1:0-5","key":"a","offset":5,"partition":0}`, true,
+			`{"data":{"n":1},"event":"message","id":"v1:0-5","key":"a","offset":5,"partition":0}`, true,
 		},
 		{
 			"text record, two lines", "json", "id: v1:1-9\n::m 1 9 -\nevent: note\ndata: one\ndata: two\n\n",
@@ -38,6 +38,10 @@ func TestWSMessages(t *testing.T) {
 			`{"data":{"n":1},"datacontenttype":"application/json","id":"v1:0-5","kafkaoffset":5,"kafkapartition":0,"source":"/topics/t","specversion":"1.0","subject":"a","type":"order.paid"}`, true,
 		},
 		{
+			"escapes", "json", "id: v1:0-8\n::m 0 8 PGE+\nevent: a\"b\ndata: tab\there <b>\n\n",
+			`{"data":"tab\there \u003cb\u003e","event":"a\"b","id":"v1:0-8","key":"\u003ca\u003e","offset":8,"partition":0}`, true,
+		},
+		{
 			"cloudevent text", "cloudevents", "id: v1:0-7\n::m 0 7 -\ndata: hi\n\n",
 			`{"data":"hi","datacontenttype":"text/plain","id":"v1:0-7","kafkaoffset":7,"kafkapartition":0,"source":"/topics/t","specversion":"1.0","type":"message"}`, true,
 		},
@@ -53,7 +57,7 @@ func TestWSMessages(t *testing.T) {
 			_ = json.Unmarshal([]byte(tc.want), &w)
 			gb, _ := json.Marshal(g)
 			wb, _ := json.Marshal(w)
-			if string(gb) != string(wb) {
+			if string(gb) != string(wb) || string(got) != tc.want {
 				t.Errorf("message\n got %s\nwant %s", got, tc.want)
 			}
 		})
