@@ -191,7 +191,7 @@ func TestWebSocketAcks(t *testing.T) {
 }
 
 // TestWebSocketHelloAndDrain: a client may send its position in its first message instead of the URL; at
-// shutdown the stream closes with 1001 going away, after the records produced meanwhile.
+// shutdown the stream gets a drain message at its position, then closes with 1001 going away.
 func TestWebSocketHelloAndDrain(t *testing.T) {
 	topic := kafkatest.NewTopic(t, 1, nil)
 	g := startGateway(t, []string{topic}, func(c *Config) { c.Drain = 500 * time.Millisecond })
@@ -216,6 +216,9 @@ func TestWebSocketHelloAndDrain(t *testing.T) {
 		t.Fatalf("a first message that is no hello: %v, want close 1008", err)
 	}
 	g.stop()
+	if m := nextWS(t, ws); m.Event != "drain" || m.ID != "v1:0-1" {
+		t.Fatalf("at shutdown: %+v, want a drain message at the client's position v1:0-1", m)
+	}
 	_, _, err := ws.Read(ctx)
 	if websocket.CloseStatus(err) != websocket.StatusGoingAway {
 		t.Fatalf("at shutdown: %v, want close 1001", err)

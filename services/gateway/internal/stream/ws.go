@@ -173,6 +173,7 @@ type wsSink struct {
 
 	pend   []byte // bytes of a frame not whole yet
 	opened bool   // the opening message went out
+	lastID []byte // the id of the last message sent: the client's position
 	msg    []byte // scratch
 
 	mu       sync.Mutex
@@ -258,6 +259,7 @@ func (s *wsSink) send(ctx context.Context, f wsFrame) (int, error) {
 		}
 	}
 	s.msg = s.appendMessage(s.msg[:0], f)
+	s.lastID = append(s.lastID[:0], f.id...)
 	if f.hasData && s.o.Acks {
 		s.mu.Lock()
 		s.inflight = append(s.inflight, string(f.id))
@@ -358,6 +360,7 @@ func (s *wsSink) appendMessage(dst []byte, f wsFrame) []byte {
 }
 
 var (
+	eventDrain    = []byte("drain")
 	eventOpen     = []byte("open")
 	eventPosition = []byte("position")
 	eventMessage  = []byte("message")
@@ -563,6 +566,13 @@ func (s *wsSink) close(reason CloseReason, err error) {
 		return
 	case reason == ReasonShutdown:
 		code, text = websocket.StatusGoingAway, "going away: reconnect from the last id"
+		if s.opened {
+			// The drain's message of its own, as resync and token-expiring have theirs: where the client is.
+			msg := s.appendMessage(nil, wsFrame{id: s.lastID, event: eventDrain, hasData: true, data: []byte(`{"reason":"shutdown"}`)})
+			ctx, cancel := context.WithTimeout(s.ctx, time.Second)
+			_ = s.ws.Write(ctx, websocket.MessageText, msg)
+			cancel()
+		}
 	case reason == ReasonTokenExpired:
 		code, text = CloseTokenExpired, "token expired: reconnect with a new token from the last id"
 	case reason == ReasonWriteFailed:
