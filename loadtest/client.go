@@ -173,7 +173,7 @@ func (c *client) roundTripH1(ctx context.Context, req *http.Request, o connOpts)
 		return h1Conn{}, fmt.Errorf("request: %w", err)
 	}
 	br := bufio.NewReaderSize(conn, max(o.readBuf, 4096))
-	resp, err := http.ReadResponse(br, req)
+	resp, err := http.ReadResponse(br, req) //nolint:bodyclose // the body is the stream: read reads it, done closes its connection
 	if err != nil {
 		done()
 		return h1Conn{}, fmt.Errorf("response: %w", err)

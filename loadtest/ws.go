@@ -337,6 +337,7 @@ func (c *client) streamWS(ctx context.Context, sh *shared, o connOpts) error {
 		return err
 	}
 	tr := &wsTransport{c: c, o: o}
+	//nolint:bodyclose // coder/websocket: a dial's response has no body left to close; a refusal's is read below
 	ws, resp, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPClient: &http.Client{Transport: tr}})
 	if tr.done != nil {
 		defer tr.done()

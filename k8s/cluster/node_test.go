@@ -56,7 +56,7 @@ func nodeValues(brokers []string, topic, pubTopic, tag, logLevel string, src *so
 		},
 		"gateway": map[string]any{
 			"topics": []any{topic, pubTopic}, "replicas": nodeReplicas, "logLevel": logLevel,
-			"publish": map[string]any{"topics": []any{pubTopic}, "anonymous": true},
+			"publish":      map[string]any{"topics": []any{pubTopic}, "anonymous": true},
 			"drainSeconds": 2, "endpointPropagationSeconds": 1, "writeTimeoutSeconds": 2, "minReadySeconds": nodeMinReady,
 			"ringBytes": "8MiB", "heartbeat": "1s",
 			"resources": map[string]any{

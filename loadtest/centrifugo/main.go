@@ -290,7 +290,7 @@ func run(ctx context.Context, c config) (*result, error) {
 // stream connects, subscribes to channel and reads publications until ctx ends. Centrifugo's JSON protocol
 // may put several replies in one message, a line each; an empty object is a ping, answered with one.
 func (cl *cfClient) stream(ctx context.Context, wsURL, channel string, sh *shared, opened func()) error {
-	ws, _, err := websocket.Dial(ctx, wsURL, nil)
+	ws, _, err := websocket.Dial(ctx, wsURL, nil) //nolint:bodyclose // coder/websocket: a dial's response has no body left to close
 	if err != nil {
 		return err
 	}

@@ -138,7 +138,8 @@ func TestChartMemory(t *testing.T) {
 				"topics": []any{"t"}, "websocket": map[string]any{"compression": true},
 				"memory": map[string]any{"websocketPercent": 10, "goMemLimitPercent": 90},
 			},
-			derivedWith(64*Mi, 32*Mi, 32*Mi, 0, 10000, 4, 1000, 36+1210, 128, 90), "", []string{"ws-compression: true"},
+			derivedWith(64*Mi, 32*Mi, 32*Mi, 0, 10000, 4, 1000, 36+1210, 128, 90), "",
+			[]string{"ws-compression: true"},
 		},
 		{
 			"compression without a WebSocket share counts nothing",
