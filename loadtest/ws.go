@@ -98,9 +98,9 @@ func (f wsFields) event() (wsKind, sse.Event, bool, error) {
 			return 0, sse.Event{}, false, errors.New(`"open" message without "id"`)
 		}
 		return wsOpen, ev, true, nil
-	case "position":
+	case "position", "drain": // drain: the stream's last message before the gateway closes it, at its position
 		if !f.hasID {
-			return 0, sse.Event{}, false, errors.New(`"position" message without "id"`)
+			return 0, sse.Event{}, false, fmt.Errorf("%q message without \"id\"", f.eventName)
 		}
 		return wsPosition, ev, true, nil
 	}
