@@ -215,38 +215,49 @@ func TestChartTLS(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.gateway["topics"] = []any{"orders"}
 			vals := map[string]any{"kafka": map[string]any{"brokers": []any{"k:9092"}}, "gateway": tc.gateway}
-			out, err := renderChart(t, vals)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("render: %v, want an error saying %q", err, tc.wantErr)
-				}
+			_, typed, ok := renderCase(t, vals, tc.wantErr, tc.config, tc.notConfig, tc.notes) // with checkChartTLS
+			if !ok {
 				return
-			}
-			if err != nil {
-				t.Fatalf("render: %v", err)
-			}
-			typed, other, _ := objects(t, out)
-			checkChartInvariants(t, vals, typed, other) // with checkChartTLS
-			cm := out["ssegate/templates/gateway-configmap.yaml"]
-			for _, w := range tc.config {
-				if !strings.Contains(cm, w) {
-					t.Errorf("the gateway's configuration lacks %q:\n%s", w, cm)
-				}
-			}
-			for _, w := range tc.notConfig {
-				if strings.Contains(cm, w) {
-					t.Errorf("the gateway's configuration has %q:\n%s", w, cm)
-				}
-			}
-			notes := out["ssegate/templates/NOTES.txt"]
-			for _, w := range tc.notes {
-				if !strings.Contains(notes, w) {
-					t.Errorf("the notes lack %q:\n%s", w, notes)
-				}
 			}
 			if pods := find[*corev1.Pod](typed); len(pods) != 1 {
 				t.Errorf("%d helm test pods, want 1", len(pods))
 			}
 		})
 	}
+}
+
+// renderCase renders vals for a table case of the chart: it checks the render fails with wantErr when one
+// is given (and returns false), else renders, checks the chart's invariants on the objects, and that the
+// gateway's configuration holds every line of config and none of notConfig and the notes every line of notes.
+func renderCase(t *testing.T, vals map[string]any, wantErr string, config, notConfig, notes []string) (map[string]string, []runtime.Object, bool) {
+	t.Helper()
+	out, err := renderChart(t, vals)
+	if wantErr != "" {
+		if err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Fatalf("render: %v, want an error saying %q", err, wantErr)
+		}
+		return nil, nil, false
+	}
+	if err != nil {
+		t.Fatalf("render: %v", err)
+	}
+	typed, other, _ := objects(t, out)
+	checkChartInvariants(t, vals, typed, other)
+	cm := out["ssegate/templates/gateway-configmap.yaml"]
+	for _, w := range config {
+		if !strings.Contains(cm, w) {
+			t.Errorf("the gateway's configuration lacks %q:\n%s", w, cm)
+		}
+	}
+	for _, w := range notConfig {
+		if strings.Contains(cm, w) {
+			t.Errorf("the gateway's configuration has %q:\n%s", w, cm)
+		}
+	}
+	for _, w := range notes {
+		if n := out["ssegate/templates/NOTES.txt"]; !strings.Contains(n, w) {
+			t.Errorf("the notes lack %q:\n%s", w, n)
+		}
+	}
+	return out, typed, true
 }
