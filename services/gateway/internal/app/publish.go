@@ -57,8 +57,8 @@ const (
 
 var publishResultNames = [numPublishResults]string{"published", "duplicate", "rejected", "refused", "busy", "failed"}
 
-// producerSettle leaves a claim on an idempotency key held this much past the produce timeout (for the store's
-// round trips).
+// producerSettle is how much longer than a produce may take a claim on an idempotency key is held (for the
+// store's round trips).
 const producerSettle = 2 * time.Second
 
 // newPublisher makes the publishing side when a topic is open for it: its producer, its idempotency store
@@ -98,7 +98,7 @@ func (a *App) newPublisher(kopts []kgo.Opt, tracer trace.Tracer) error {
 		Start:            func(topic string, part int32) int64 { return a.nextOffset(topic, part) },
 		MaxPendingBytes:  pc.PendingBytes,
 		QueueWait:        pc.QueueWait,
-		Lease:            pc.QueueWait + pc.Timeout + producerSettle,
+		Lease:            pc.claimLease(),
 		Owner:            owner,
 		KeysAnyPartition: a.cfg.KeyPartitioner == "any",
 		Logger:           a.log.With("component", "publish"),
@@ -163,13 +163,16 @@ func (a *App) handlePublish(c *gin.Context) {
 		return
 	}
 	span.SetAttributes(attribute.Int("messaging.batch.message_count", len(recs)))
-	if err := a.publishAllowed(c, p, name, gr, recs); err != nil {
+	if wait, err := a.publishAllowed(p, a.publisherName(c.Request, gr), gr, recs); err != nil {
+		if wait > 0 {
+			c.Header("Retry-After", strconv.Itoa(max(1, int(wait.Seconds()))))
+		}
 		st.results[resultRefused].Add(int64(len(recs)))
 		span.SetStatus(codes.Error, err.Error())
 		abort(c, err)
 		return
 	}
-	pctx, cancel := context.WithTimeout(ctx, a.cfg.Publish.QueueWait+a.cfg.Publish.Timeout+producerSettle)
+	pctx, cancel := context.WithTimeout(ctx, a.cfg.Publish.claimLease())
 	defer cancel()
 	results, errs := p.Publish(pctx, name, recs)
 	if p.duration != nil {
@@ -202,31 +205,35 @@ func (a *App) publishRequest(c *gin.Context, topic string) ([]publish.Record, gr
 	return recs, gr, err
 }
 
-// publishAllowed checks the records' keys against the token's scope, and the rate.
-func (a *App) publishAllowed(c *gin.Context, p *publisher, topic string, gr grant, recs []publish.Record) error {
+// publishAllowed checks the records' keys against the token's scope, and the rate of who; a refusal for the
+// rate comes with the wait until it would pass.
+func (a *App) publishAllowed(p *publisher, who string, gr grant, recs []publish.Record) (retryAfter time.Duration, err error) {
 	if gr.claims != nil {
 		for i, r := range recs {
 			if !gr.claims.Scope.AllowsPublishKey(r.Key) {
-				return &auth.Error{Reason: auth.ReasonInsufficientScope, Detail: fmt.Sprintf("record %d: its key is not one the token may publish", i)}
+				return 0, &auth.Error{Reason: auth.ReasonInsufficientScope, Detail: fmt.Sprintf("record %d: its key is not one the token may publish", i)}
 			}
 		}
 	}
 	if p.rates == nil {
-		return nil
-	}
-	who := "sub:" + gr.subject()
-	if gr.subject() == "" {
-		r := c.Request
-		who = "ip:" + limit.ClientIP(r.RemoteAddr, r.Header.Values("X-Forwarded-For"), a.trusted).String()
+		return 0, nil
 	}
 	if ok, wait := p.rates.Take(who, len(recs), time.Now()); !ok {
-		c.Header("Retry-After", strconv.Itoa(max(1, int(wait.Seconds()))))
-		return &httpError{
+		return wait, &httpError{
 			status: http.StatusTooManyRequests, reason: "publish_rate",
 			msg: fmt.Sprintf("more records than publish-rate allows: %d a second, %d at once", a.cfg.Publish.Rate, p.rates.Burst()),
 		}
 	}
-	return nil
+	return 0, nil
+}
+
+// publisherName is who publish-rate counts a request's records for: its token's subject, else its client
+// address (behind trusted proxies).
+func (a *App) publisherName(r *http.Request, gr grant) string {
+	if sub := gr.subject(); sub != "" {
+		return "sub:" + sub
+	}
+	return "ip:" + limit.ClientIP(r.RemoteAddr, r.Header.Values("X-Forwarded-For"), a.trusted).String()
 }
 
 // publishErrorResult is the result of a request refused before anything was produced.
@@ -371,3 +378,7 @@ func (t *telemetry) registerPublishMetrics(p *publisher) error {
 	}
 	return nil
 }
+
+// claimLease is how long a claim on an idempotency key is held, and a publish request may wait: the wait for
+// room under publish-pending-bytes, the produce, and the store's round trips.
+func (c PublishConfig) claimLease() time.Duration { return c.QueueWait + c.Timeout + producerSettle }

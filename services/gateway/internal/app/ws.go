@@ -5,12 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/ssegate/ssegate/services/gateway/internal/auth"
-	"github.com/ssegate/ssegate/services/gateway/internal/limit"
 	"github.com/ssegate/ssegate/services/gateway/internal/publish"
 	"github.com/ssegate/ssegate/services/gateway/internal/stream"
 )
@@ -56,28 +54,19 @@ func (a *App) wsInbound(c *gin.Context, topic string) (func(context.Context, []b
 	if err != nil {
 		return nil, err
 	}
-	who := "sub:" + gr.subject()
-	if gr.subject() == "" {
-		r := c.Request
-		who = "ip:" + limit.ClientIP(r.RemoteAddr, r.Header.Values("X-Forwarded-For"), a.trusted).String()
-	}
+	who := a.publisherName(c.Request, gr)
 	lim := a.cfg.Publish.limits()
 	source := "/ws/" + topic
 	return func(ctx context.Context, msg []byte) ([]byte, bool) {
 		rec, err := publish.FromMessage(msg, source, lim)
-		if err == nil && gr.claims != nil && !gr.claims.Scope.AllowsPublishKey(rec.Key) {
-			err = &httpError{status: http.StatusForbidden, reason: "insufficient_scope", msg: "its key is not one the token may publish"}
-		}
-		if err == nil && p.rates != nil {
-			if ok, _ := p.rates.Take(who, 1, time.Now()); !ok {
-				err = &httpError{status: http.StatusTooManyRequests, reason: "publish_rate", msg: "more records than publish-rate allows"}
-			}
+		if err == nil {
+			_, err = a.publishAllowed(p, who, gr, []publish.Record{rec})
 		}
 		if err != nil {
 			p.stats[topic].results[publishErrorResult(err)].Add(1)
 			return wsReply("publish-error", gin.H{"error": err.Error(), "status": inputStatus(err)}), false
 		}
-		pctx, cancel := context.WithTimeout(ctx, a.cfg.Publish.QueueWait+a.cfg.Publish.Timeout+producerSettle)
+		pctx, cancel := context.WithTimeout(ctx, a.cfg.Publish.claimLease())
 		defer cancel()
 		results, errs := p.Publish(pctx, topic, []publish.Record{rec})
 		out, status, _ := a.publishOutcome(topic, results[0], errs[0])
@@ -92,9 +81,12 @@ func (a *App) wsInbound(c *gin.Context, topic string) (func(context.Context, []b
 func inputStatus(err error) int {
 	var ie *publish.InputError
 	var he *httpError
+	var ae *auth.Error
 	switch {
 	case errors.As(err, &ie):
 		return ie.Status
+	case errors.As(err, &ae):
+		return ae.Status()
 	case errors.As(err, &he):
 		return he.status
 	}
