@@ -57,7 +57,7 @@ func nextOffset(off int64) int64 {
 // still holds are read from it, the others from Kafka, positions Kafka no longer has (or never had) become
 // a resync. It leaves c.cursor where the stream continues in the ring. resuming says c.pos came from the
 // client, so that a gap in it is a loss to report rather than a start position.
-func (c *conn) catchUp(ctx context.Context, t *Topic, p Params, c0 uint64, head position.Vector, resuming bool) error {
+func (c *conn) catchUp(ctx context.Context, t *Topic, p *kept, c0 uint64, head position.Vector, resuming bool) error {
 	var from []byte
 	if resuming && p.Explain {
 		from, _ = c.pos.AppendText(nil)
@@ -164,7 +164,7 @@ func (c *conn) releaseBuf() {
 }
 
 // replay reads ranges from Kafka into the stream, in record-timestamp order across partitions.
-func (c *conn) replay(ctx context.Context, t *Topic, p Params, ranges []replay.Range, head position.Vector, resuming bool) error {
+func (c *conn) replay(ctx context.Context, t *Topic, p *kept, ranges []replay.Range, head position.Vector, resuming bool) error {
 	if t.Replay == nil {
 		return fmt.Errorf("%w: no replay reader", errReplay)
 	}
@@ -173,6 +173,7 @@ func (c *conn) replay(ctx context.Context, t *Topic, p Params, ranges []replay.R
 	}
 	idle := c.keepAliveIfDue
 	first := true
+	var metaBuf []byte // scratch for a record's meta line
 	err := t.Replay.Read(ctx, t.Name, c.epoch, ranges, p.Heartbeat, idle, func(rec *kgo.Record) error {
 		c.pos.Set(rec.Partition, rec.Offset)
 		if !p.keeps(rec.Key, func() string { return recordType(rec) }) {
@@ -183,8 +184,8 @@ func (c *conn) replay(ctx context.Context, t *Topic, p Params, ranges []replay.R
 		c.buf = feed.AppendFrame(c.buf, c.idBuf, rec, t.ValueFormat)
 		if c.meta {
 			at := start + len("id: ") + len(c.idBuf) + 1
-			c.metaBuf = appendMeta(c.metaBuf[:0], rec.Partition, rec.Offset, rec.Key)
-			c.buf = slices.Insert(c.buf, at, c.metaBuf...)
+			metaBuf = appendMeta(metaBuf[:0], rec.Partition, rec.Offset, rec.Key)
+			c.buf = slices.Insert(c.buf, at, metaBuf...)
 		}
 		c.frames++
 		c.stats.Frames.Add(1)

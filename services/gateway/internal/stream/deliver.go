@@ -64,7 +64,7 @@ func (c *conn) pull(sc *scratch) (out [][]byte, next uint64, wake <-chan struct{
 		return nil, c.cursor, wake, err
 	}
 	for _, f := range sc.frames {
-		c.synced = c.deliverFrame(f, c.p) || c.synced
+		c.synced = c.deliverFrame(f, &c.p) || c.synced
 	}
 	clear(sc.frames) // keep no references to frames the ring may evict
 	if len(c.buf) == 0 {
@@ -117,7 +117,7 @@ func (c *conn) keepAliveIfDue() error {
 // keeps says the stream's filters let a record through: its key (key=) and its event type (event=), which
 // typ gives and is asked only when the stream filters by type. Ring frames and records read back from Kafka
 // go through it alike.
-func (p *Params) keeps(key []byte, typ func() string) bool {
+func (p *kept) keeps(key []byte, typ func() string) bool {
 	if len(p.Events) > 0 && !p.Events[typ()] {
 		return false
 	}
@@ -125,7 +125,7 @@ func (p *Params) keeps(key []byte, typ func() string) bool {
 }
 
 // deliverFrame is deliver without the write: it appends to c.buf what the client gets of f.
-func (c *conn) deliverFrame(f ring.Frame, p Params) (synced bool) {
+func (c *conn) deliverFrame(f ring.Frame, p *kept) (synced bool) {
 	if c.keyParts != nil {
 		if _, ok := slices.BinarySearch(c.keyParts, f.Partition); !ok {
 			return false // not a partition of this stream: not even its position is tracked
@@ -218,13 +218,13 @@ const (
 
 // setExpiry sets the stream's token moments on the monotonic clock (monoNow), from the wall-clock Expires:
 // taken once, so a wall-clock step later does not move them.
-func (c *conn) setExpiry(now int64, wallNow time.Time) {
-	if c.p.Expires.IsZero() {
+func (c *conn) setExpiry(p *Params, now int64, wallNow time.Time) {
+	if p.Expires.IsZero() {
 		return
 	}
-	c.tokEnd = nonZero(now + int64(c.p.Expires.Sub(wallNow)))
-	if c.p.ExpiryNotice > 0 {
-		c.tokNotice = nonZero(c.tokEnd - int64(c.p.ExpiryNotice))
+	c.tokEnd = nonZero(now + int64(p.Expires.Sub(wallNow)))
+	if p.ExpiryNotice > 0 {
+		c.tokNotice = nonZero(c.tokEnd - int64(p.ExpiryNotice))
 	}
 }
 
@@ -257,13 +257,13 @@ func (c *conn) tokenStep(now int64) (frame []byte, end bool) {
 		return nil, true
 	case now >= c.tokEnd:
 		c.tokState = tokenEnded
-		return c.tokenFrame(EventTokenExpired, `{"expired_at":"`+c.p.Expires.UTC().Format(time.RFC3339)+`"}`), true
+		return c.tokenFrame(EventTokenExpired, `{"expired_at":"`+time.Unix(c.p.expires, 0).UTC().Format(time.RFC3339)+`"}`), true
 	case c.tokState == tokenLive && c.tokNotice != 0 && now >= c.tokNotice:
 		c.tokState = tokenNoticed
 		c.stats.TokenNotices.Add(1)
 		left := max(time.Duration(c.tokEnd-now), 0)
 		return c.tokenFrame(EventTokenExpiring, fmt.Sprintf(`{"expires_at":"%s","expires_in_ms":%d}`,
-			c.p.Expires.UTC().Format(time.RFC3339), left.Milliseconds())), false
+			time.Unix(c.p.expires, 0).UTC().Format(time.RFC3339), left.Milliseconds())), false
 	}
 	return nil, false
 }

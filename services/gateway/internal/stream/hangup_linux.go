@@ -52,12 +52,12 @@ func newHangups() *hangups {
 	return h
 }
 
-// add watches c's connection; c.rc is set.
+// add watches c's connection; c.raw.rc is set.
 func (h *hangups) add(c *conn) {
 	if h == nil {
 		return
 	}
-	_ = c.rc.Control(func(fd uintptr) { c.fd = int32(fd) }) //nolint:gosec // a file descriptor fits an int32
+	_ = c.raw.rc.Control(func(fd uintptr) { c.fd = int32(fd) }) //nolint:gosec // a file descriptor fits an int32
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.conns[c.fd] = c // before the registration: an end already there is reported at once
@@ -113,7 +113,7 @@ func (h *hangups) run() {
 func peerGone(c *conn) bool {
 	var gone bool
 	var b [1]byte
-	err := c.rc.Control(func(fd uintptr) {
+	err := c.raw.rc.Control(func(fd uintptr) {
 		n, _, e := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT) //nolint:gosec // a file descriptor fits an int
 		gone = (n == 0 && e == nil) || (e != nil && !errors.Is(e, syscall.EAGAIN) && !errors.Is(e, syscall.EINTR))
 	})

@@ -59,6 +59,26 @@ type Params struct {
 	OnEnd func(CloseReason)
 }
 
+// kept is what a started stream keeps of its Params: what its delivery, keep-alives, token and end need.
+// Where the stream starts (LastEventID, From, FromTime) is read once, by the start; a parked connection
+// carries only this.
+type kept struct {
+	Heartbeat time.Duration
+	Events    map[string]bool
+	Keys      map[string]bool
+	OnEnd     func(CloseReason)
+	Explain   bool
+	expires   int64 // Params.Expires in Unix seconds (the token frames name it to the second); 0 for never
+}
+
+func (p *Params) kept() kept {
+	k := kept{Heartbeat: p.Heartbeat, Events: p.Events, Keys: p.Keys, OnEnd: p.OnEnd, Explain: p.Explain}
+	if !p.Expires.IsZero() {
+		k.expires = p.Expires.Unix()
+	}
+	return k
+}
+
 // ParamError is a malformed query parameter; it names the parameter.
 type ParamError struct {
 	Param string

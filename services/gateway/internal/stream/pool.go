@@ -74,16 +74,15 @@ func newPool(s *Server, writers int, linger time.Duration) *pool {
 
 // serve runs a stream on a connection taken over from net/http, on the caller's goroutine until the stream
 // ends or parks.
-func (pl *pool) serve(c *conn, nc net.Conn, head []byte) CloseReason {
+func (pl *pool) serve(c *conn, nc net.Conn, head []byte, p Params) CloseReason {
 	_ = nc.SetDeadline(time.Time{})
 	c.pool = pl
 	c.raw = &rawSink{nc: nc, head: head}
 	c.out = c.raw
 	c.fd = -1
-	c.ctx, c.cancel = context.WithCancel(pl.ctx)
 	if sc, ok := nc.(syscall.Conn); ok && canWriteNow {
 		if rc, err := sc.SyscallConn(); err == nil {
-			c.rc = rc
+			c.raw.rc = rc
 		}
 	}
 	pl.mu.Lock()
@@ -97,10 +96,10 @@ func (pl *pool) serve(c *conn, nc net.Conn, head []byte) CloseReason {
 		c.end(ReasonShutdown)
 		return ReasonShutdown
 	}
-	if c.rc != nil {
+	if c.raw.rc != nil {
 		pl.hang.add(c)
 	}
-	reason := c.run(c.ctx)
+	reason := c.run(c.runContext(), p)
 	if reason == parked {
 		return reason
 	}
@@ -111,10 +110,10 @@ func (pl *pool) serve(c *conn, nc net.Conn, head []byte) CloseReason {
 // park hands an idle, caught-up connection to a writer. The caller must not touch c afterwards.
 func (pl *pool) park(c *conn) {
 	pl.watch(c.t.Ring)
-	c.raw.iov = nil
-	if cap(c.buf) > 1<<10 {
-		c.buf = nil // a filtered stream's buffer: the writer lends it one while it writes
-	}
+	c.dropContext()
+	// A parked connection keeps no buffers: a filtered stream's writer lends it its own while it writes
+	// (writer.serve), and an unfiltered one writes the ring's frames as they are.
+	c.buf, c.idBuf = nil, nil
 	// Writers write without waiting; a deadline left from the last write would fail them once it passed.
 	_ = c.raw.nc.SetWriteDeadline(time.Time{})
 	w := pl.writers[pl.next.Add(1)%uint32(len(pl.writers))]
@@ -218,8 +217,53 @@ func (pl *pool) close() {
 // peerLeft ends the stream of a connection whose peer left (see hangups); it runs on the hang-up watcher's
 // goroutine. A stream on its own goroutine sees its context end; a parked one is ended by its writer.
 func (c *conn) peerLeft() {
-	c.cancel()
+	c.lifeMu.Lock()
+	c.gone = true
+	cancel := c.cancel
+	c.lifeMu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	// A stream parking now sets its owner after this look: its writer finds gone set when it adopts it.
 	if w := c.owner.Load(); w != nil {
 		w.hangup(c)
 	}
+}
+
+// A taken-over connection has a context only while it runs on a goroutine of its own (its start, and each
+// resume after a writer let it go): the context, its channel and its place among the pool context's
+// children are a quarter of what a parked connection would otherwise keep. What ends a parked connection
+// reaches its writer instead: a peer that left through gone and writer.hangup, the pool's close through the
+// writer's own end.
+
+// runContext gives the connection the context of a run on its own goroutine, canceled already when the peer
+// left.
+func (c *conn) runContext() context.Context {
+	ctx, cancel := context.WithCancel(c.pool.ctx)
+	c.lifeMu.Lock()
+	c.cancel = cancel
+	gone := c.gone
+	c.lifeMu.Unlock()
+	if gone {
+		cancel()
+	}
+	return ctx
+}
+
+// dropContext ends the context of the run that ends (the connection parks, or the stream ends).
+func (c *conn) dropContext() {
+	c.lifeMu.Lock()
+	cancel := c.cancel
+	c.cancel = nil
+	c.lifeMu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// peerGoneSeen says the hang-up watcher saw the peer leave.
+func (c *conn) peerGoneSeen() bool {
+	c.lifeMu.Lock()
+	defer c.lifeMu.Unlock()
+	return c.gone
 }

@@ -69,7 +69,7 @@ func parkDevNull(tb testing.TB, srv *Server, topic *Topic, st *Stats, n int) {
 	pipe, _ := net.Pipe() // a net.Conn to close at the end; the bytes go to rc
 	for range n {
 		cur, _ := topic.Ring.Start(nil)
-		c := &conn{s: srv, t: topic, stats: st, pool: srv.pool, raw: &rawSink{nc: pipe}, rc: rc, synced: true, cursor: cur}
+		c := &conn{s: srv, t: topic, stats: st, pool: srv.pool, raw: &rawSink{nc: pipe, rc: rc}, synced: true, cursor: cur}
 		srv.pool.mu.Lock()
 		srv.pool.conns[c] = struct{}{}
 		srv.pool.mu.Unlock()

@@ -63,6 +63,7 @@ type writer struct {
 	timers   connHeap               // parked connections with a heartbeat or drain time
 	sc       scratch
 	body     []byte // a filtered stream's frames, before they become a chunk
+	idBuf    []byte // a filtered stream's id scratch
 	out      []byte // the chunk last built, for outKey
 	outKey   chunkKey
 	draining bool
@@ -196,8 +197,14 @@ func (w *writer) rest(d time.Duration) bool {
 
 // adopt takes a parked connection in and serves what was published since it last read.
 func (w *writer) adopt(c *conn, now int64) {
+	if c.peerGoneSeen() {
+		// The peer left as the stream parked, before the hang-up could find c's writer.
+		c.owner.Store(nil)
+		c.end(ReasonClientGone)
+		return
+	}
 	rg := c.t.Ring
-	c.ri = len(w.rings[rg])
+	c.ri = int32(len(w.rings[rg])) //nolint:gosec // a writer holds fewer than 2^31 connections
 	w.rings[rg] = append(w.rings[rg], c)
 	c.w = w
 	c.stats.Parked.Add(1)
@@ -222,7 +229,7 @@ func (w *writer) release(c *conn) {
 		delete(w.rings, rg)
 	}
 	if c.hi >= 0 {
-		heap.Remove(&w.timers, c.hi)
+		heap.Remove(&w.timers, int(c.hi))
 	}
 	c.w = nil
 	c.owner.Store(nil)
@@ -234,14 +241,14 @@ func (w *writer) release(c *conn) {
 func (w *writer) serve(c *conn, now int64) {
 	for range maxWritesPerPass {
 		if c.filtered() {
-			c.buf = w.body[:0] // lent for this write: a parked connection keeps no buffer
+			c.buf, c.idBuf = w.body[:0], w.idBuf[:0] // lent for this write: a parked connection keeps no buffers
 		}
 		from := c.cursor
 		out, next, _, err := c.pull(&w.sc)
 		if err != nil {
 			w.reclaim(c)
 			w.release(c)
-			if errors.Is(err, ring.ErrBehind) && w.io.peerClosed(c.rc) {
+			if errors.Is(err, ring.ErrBehind) && w.io.peerClosed(c.raw.rc) {
 				// A client that left is not worth a catch-up from Kafka.
 				c.end(ReasonClientGone)
 				return
@@ -258,7 +265,7 @@ func (w *writer) serve(c *conn, now int64) {
 			continue // a filter passed over everything; the position moved all the same
 		}
 		chunk := w.chunk(c.t.Ring, from, next, out, !c.filtered())
-		n, err := w.io.writeNow(c.rc, chunk)
+		n, err := w.io.writeNow(c.raw.rc, chunk)
 		c.stats.Bytes.Add(int64(n))
 		c.stats.Writes.Add(1)
 		if err != nil {
@@ -283,6 +290,7 @@ func (w *writer) serve(c *conn, now int64) {
 func (w *writer) reclaim(c *conn) {
 	if c.filtered() && c.buf != nil {
 		w.body, c.buf = c.buf[:0], nil
+		w.idBuf, c.idBuf = c.idBuf[:0], nil
 	}
 }
 
@@ -343,7 +351,7 @@ func (w *writer) schedule(c *conn) {
 	c.due = due
 	switch {
 	case c.hi >= 0:
-		heap.Fix(&w.timers, c.hi)
+		heap.Fix(&w.timers, int(c.hi))
 	default:
 		heap.Push(&w.timers, c)
 	}
@@ -363,7 +371,7 @@ func (w *writer) expire(now int64) {
 			frame, end := c.tokenStep(now)
 			if frame != nil {
 				chunk := appendChunk(nil, [][]byte{frame})
-				n, err := w.io.writeNow(c.rc, chunk)
+				n, err := w.io.writeNow(c.raw.rc, chunk)
 				c.stats.Bytes.Add(int64(n))
 				if err != nil {
 					w.release(c)
@@ -382,12 +390,12 @@ func (w *writer) expire(now int64) {
 				continue
 			}
 		case c.keepAliveDue(now):
-			if w.io.peerClosed(c.rc) {
+			if w.io.peerClosed(c.raw.rc) {
 				w.release(c)
 				c.end(ReasonClientGone)
 				continue
 			}
-			n, err := w.io.writeNow(c.rc, keepAliveChunk)
+			n, err := w.io.writeNow(c.raw.rc, keepAliveChunk)
 			c.stats.Bytes.Add(int64(n))
 			if err != nil {
 				w.release(c)
@@ -401,7 +409,7 @@ func (w *writer) expire(now int64) {
 				continue
 			}
 		case c.probeDue <= now:
-			if w.io.peerClosed(c.rc) {
+			if w.io.peerClosed(c.raw.rc) {
 				w.release(c)
 				c.end(ReasonClientGone)
 				continue
@@ -435,12 +443,12 @@ func (h connHeap) Less(i, j int) bool { return h[i].due < h[j].due }
 
 func (h connHeap) Swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
-	h[i].hi, h[j].hi = i, j
+	h[i].hi, h[j].hi = int32(i), int32(j) //nolint:gosec // a writer holds fewer than 2^31 connections
 }
 
 func (h *connHeap) Push(x any) {
-	c := x.(*conn) //nolint:forcetypeassert // only conns are pushed
-	c.hi = len(*h)
+	c := x.(*conn)        //nolint:forcetypeassert // only conns are pushed
+	c.hi = int32(len(*h)) //nolint:gosec // a writer holds fewer than 2^31 connections
 	*h = append(*h, c)
 }
 

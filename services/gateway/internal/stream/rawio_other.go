@@ -20,3 +20,9 @@ func (*rawIO) writeNow(syscall.RawConn, []byte) (int, error) {
 }
 
 func (*rawIO) peerClosed(syscall.RawConn) bool { return false }
+
+type iovec struct{}
+
+func writeAll(_ syscall.RawConn, _ [][]byte, _ *[]iovec) (int, error) {
+	return 0, errors.New("stream: raw writes are not supported on this platform")
+}

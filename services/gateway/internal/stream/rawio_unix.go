@@ -2,7 +2,10 @@
 
 package stream
 
-import "syscall"
+import (
+	"syscall"
+	"unsafe"
+)
 
 // canWriteNow says rawIO works on this platform.
 const canWriteNow = true
@@ -84,4 +87,66 @@ func (r *rawIO) read(fd uintptr) bool {
 		return true
 	}
 	return true
+}
+
+// iovec is the system's scatter-gather entry, for writeAll's scratch.
+type iovec = syscall.Iovec
+
+// maxIOV is the most buffers one writev takes (IOV_MAX on Linux and the BSDs).
+const maxIOV = 1024
+
+// writeAll writes every byte of iov, waiting while the socket is full under the connection's write deadline:
+// the blocking write of a connection on its own goroutine. vec is the iovec scratch; iov is consumed.
+func writeAll(rc syscall.RawConn, iov [][]byte, vec *[]iovec) (int, error) {
+	n := 0
+	var werr error
+	err := rc.Write(func(fd uintptr) bool {
+		for {
+			v := (*vec)[:0]
+			for _, b := range iov {
+				if len(v) == maxIOV {
+					break
+				}
+				if len(b) > 0 {
+					iv := syscall.Iovec{Base: &b[0]}
+					iv.SetLen(len(b))
+					v = append(v, iv)
+				}
+			}
+			*vec = v
+			if len(v) == 0 {
+				return true
+			}
+			m, _, e := syscall.Syscall(syscall.SYS_WRITEV, fd, uintptr(unsafe.Pointer(&v[0])), uintptr(len(v))) //nolint:gosec // the iovecs point at iov's buffers, alive for the call
+			clear(v)                                                                                            // keep no references to the buffers
+			switch e {
+			case 0:
+				n += int(m)
+				iov = consume(iov, int(m))
+			case syscall.EINTR:
+			case syscall.EAGAIN:
+				return false // wait until the socket takes more, or the deadline
+			default:
+				werr = e
+				return true
+			}
+		}
+	})
+	if werr != nil {
+		return n, werr
+	}
+	return n, err
+}
+
+// consume drops the first n bytes of iov.
+func consume(iov [][]byte, n int) [][]byte {
+	for len(iov) > 0 && n >= len(iov[0]) {
+		n -= len(iov[0])
+		iov[0] = nil
+		iov = iov[1:]
+	}
+	if len(iov) > 0 {
+		iov[0] = iov[0][n:]
+	}
+	return iov
 }

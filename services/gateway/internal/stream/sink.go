@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -51,30 +52,43 @@ func (s *httpSink) write(spans [][]byte, timeout time.Duration) (int, error) {
 }
 
 // rawSink writes the chunked body of an HTTP/1.1 response on a connection taken over from net/http (see
-// pool.serve): each write is one chunk, written with one writev.
+// pool.serve): each write is one chunk, written with one writev. It keeps only the connection between
+// writes: the scratch of a write comes from a pool, and the writev goes through the RawConn rather than
+// net.Buffers, whose writev leaves an iovec array in the connection for good (up to a kilobyte after a
+// catch-up of many frames), which a parked connection would carry.
 type rawSink struct {
 	nc   net.Conn
-	head []byte      // the response head, sent with the first write; nil once sent
-	iov  net.Buffers // scratch for one write; nil while the connection is parked
-	size []byte      // scratch for a chunk-size line
+	rc   syscall.RawConn // for writes without net's iovec cache, and the writers' non-blocking ones; nil when the connection offers none (it is then never parked)
+	head []byte          // the response head, sent with the first write; nil once sent
 }
+
+// writeScratch is what one write of a rawSink builds.
+type writeScratch struct {
+	iov  net.Buffers
+	vec  []iovec
+	size []byte
+}
+
+var writeScratches = sync.Pool{New: func() any { return new(writeScratch) }}
 
 func (s *rawSink) write(spans [][]byte, timeout time.Duration) (int, error) {
 	total := 0
 	for _, b := range spans {
 		total += len(b)
 	}
-	s.size = appendChunkSize(s.size[:0], total)
-	iov := s.iov[:0]
+	ws := writeScratches.Get().(*writeScratch) //nolint:forcetypeassert // the pool holds only these
+	ws.size = appendChunkSize(ws.size[:0], total)
+	iov := ws.iov[:0]
 	if s.head != nil {
 		iov = append(iov, s.head)
 	}
-	iov = append(iov, s.size)
+	iov = append(iov, ws.size)
 	iov = append(iov, spans...)
 	iov = append(iov, crlf)
-	s.iov = iov
-	n, err := s.writeBuffers(iov, timeout)
-	clear(s.iov[:cap(s.iov)]) // keep no references to ring frames
+	n, err := s.writeBuffers(iov, ws, timeout)
+	clear(iov[:cap(iov)]) // keep no references to ring frames
+	ws.iov = iov[:0]
+	writeScratches.Put(ws)
 	if err == nil {
 		s.head = nil
 	}
@@ -83,15 +97,25 @@ func (s *rawSink) write(spans [][]byte, timeout time.Duration) (int, error) {
 
 // writeFramed writes bytes that are already chunk-framed (the rest of a write the writer pool began).
 func (s *rawSink) writeFramed(b []byte, timeout time.Duration) (int, error) {
-	return s.writeBuffers(net.Buffers{b}, timeout)
+	ws := writeScratches.Get().(*writeScratch) //nolint:forcetypeassert // the pool holds only these
+	ws.iov = append(ws.iov[:0], b)
+	n, err := s.writeBuffers(ws.iov, ws, timeout)
+	clear(ws.iov[:cap(ws.iov)])
+	ws.iov = ws.iov[:0]
+	writeScratches.Put(ws)
+	return n, err
 }
 
-func (s *rawSink) writeBuffers(iov net.Buffers, timeout time.Duration) (int, error) {
+// writeBuffers writes all of iov within timeout; it consumes iov.
+func (s *rawSink) writeBuffers(iov net.Buffers, ws *writeScratch, timeout time.Duration) (int, error) {
 	if err := s.nc.SetWriteDeadline(time.Now().Add(timeout)); err != nil {
 		return 0, err
 	}
-	n, err := iov.WriteTo(s.nc)
-	return int(n), err
+	if s.rc == nil {
+		n, err := iov.WriteTo(s.nc)
+		return int(n), err
+	}
+	return writeAll(s.rc, iov, &ws.vec)
 }
 
 var (

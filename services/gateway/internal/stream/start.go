@@ -23,7 +23,7 @@ func (c *conn) start(ctx context.Context, t *Topic, p Params) error {
 	if err := c.awaitTopic(ctx, t, &p); err != nil {
 		return err
 	}
-	c.p = p
+	c.p = p.kept()
 	c.gen, c.epoch = t.generation(), t.epoch()
 	if c.leaving && position.IsCompact(p.LastEventID) {
 		return c.redirectCompact(p.LastEventID)
@@ -32,14 +32,14 @@ func (c *conn) start(ctx context.Context, t *Topic, p Params) error {
 	if err != nil {
 		return err
 	}
-	c.keyParts = keyPartitions(t, p)
+	c.keyParts = keyPartitions(t, &c.p)
 	if c.keyParts != nil && resuming {
 		// A key's partition depends on the partition count: the id may list partitions of an earlier count
 		// (producers that have not seen the new count still write there), and those stay the stream's. Only
 		// those, though: an id never makes a key-filtered stream cover a partition its keys cannot be in
 		// (records there would be filtered out all the same, but the stream's ids would follow that
 		// partition).
-		c.keyParts = unionParts(c.keyParts, keyPartitionsOf(t, p, partitionsOf(c.pos)))
+		c.keyParts = unionParts(c.keyParts, keyPartitionsOf(t, &c.p, partitionsOf(c.pos)))
 	}
 	c0, head := c.join(t)
 	if !resuming {
@@ -65,10 +65,10 @@ func (c *conn) start(ctx context.Context, t *Topic, p Params) error {
 		return errDrained
 	}
 	if !resuming && pre == nil {
-		return c.catchUp(ctx, t, p, c0, head, false)
+		return c.catchUp(ctx, t, &c.p, c0, head, false)
 	}
 	return c.traceResume(ctx, false, c.began, pre, func(ctx context.Context) error {
-		return c.catchUp(ctx, t, p, c0, head, resuming)
+		return c.catchUp(ctx, t, &c.p, c0, head, resuming)
 	})
 }
 

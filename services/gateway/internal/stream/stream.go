@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -193,10 +192,10 @@ func (s *Server) Serve(w http.ResponseWriter, r *http.Request, t *Topic, p Param
 
 	stats.Open.Add(1)
 	c := &conn{
-		s: s, t: t, p: p, stats: stats, draining: s.draining, remote: r.RemoteAddr,
-		parent: trace.SpanContextFromContext(r.Context()),
+		s: s, t: t, p: p.kept(), stats: stats, draining: s.draining, remote: r.RemoteAddr,
+		parent: spanParent(r.Context()),
 	}
-	c.setExpiry(monoNow(), time.Now())
+	c.setExpiry(&p, monoNow(), time.Now())
 	if s.pool != nil && r.ProtoMajor == 1 && r.ProtoMinor >= 1 && r.TLS == nil {
 		if nc, _, err := http.NewResponseController(w).Hijack(); err == nil {
 			// A listener may wrap its connections for net/http's sake (the gateway's answers its early errors
@@ -204,7 +203,7 @@ func (s *Server) Serve(w http.ResponseWriter, r *http.Request, t *Topic, p Param
 			if u, ok := nc.(interface{ NetConn() net.Conn }); ok {
 				nc = u.NetConn()
 			}
-			return outcome(s.pool.serve(c, nc, responseHead(h)))
+			return outcome(s.pool.serve(c, nc, responseHead(h), p))
 		}
 	}
 	if s.leaving.Load() {
@@ -215,7 +214,7 @@ func (s *Server) Serve(w http.ResponseWriter, r *http.Request, t *Topic, p Param
 	}
 	w.WriteHeader(http.StatusOK)
 	c.out = &httpSink{w: w, rc: http.NewResponseController(w)}
-	reason := c.run(r.Context())
+	reason := c.run(r.Context(), p)
 	c.end(reason)
 	return Outcome{Reason: reason}
 }
@@ -223,30 +222,21 @@ func (s *Server) Serve(w http.ResponseWriter, r *http.Request, t *Topic, p Param
 type conn struct {
 	s      *Server
 	t      *Topic
-	p      Params
+	p      kept
 	out    sink
 	stats  *Stats
 	remote string
-	parent trace.SpanContext // the request's trace context: the parent of the stream's spans
-	rt     *resumeTrace      // what the resume under way found, for its span; nil when none is traced
-	began  int64             // when the stream started (monoNow)
+	parent *trace.SpanContext // the request's trace context: the parent of the stream's spans
+	rt     *resumeTrace       // what the resume under way found, for its span; nil when none is traced
+	began  int64              // when the stream started (monoNow)
 	frames int64
 	pulled int64 // frames of the fast path read by pull and not yet written
-	opened bool  // the response head has gone out (see open)
 
 	draining <-chan struct{} // the server's drain signal; nil once seen
-	leaving  bool            // the stream started while the server was leaving: it only says where it is (see Server.Leave)
 	drainAt  int64           // when this stream closes (monoNow); 0 until the server drains
 
 	tokNotice int64 // when the token-expiring frame is due (monoNow); 0 for none
 	tokEnd    int64 // when the token expires and the stream ends (monoNow); 0 for never
-	tokState  int   // tokenLive, tokenNoticed or tokenEnded (deliver.go)
-
-	// meta: every record frame carries its partition, offset and key in a comment line (appendMeta), and its
-	// id as the stream's own v1 position, for a transport that tells them to its client (WebSocket). Such a
-	// stream reads frame by frame, as a filtered one does.
-	meta    bool
-	metaBuf []byte // scratch for a replayed record's meta line
 
 	pos      position.Vector // the client's position: what it has been sent (or passed by a filter); on the fast path it is not kept up to date, see last
 	last     []byte          // on the fast path, the last frame written (the client's position is its id); nil when pos is current
@@ -254,27 +244,39 @@ type conn struct {
 	gen      uint64          // the topic's partition generation keyParts was computed for
 	epoch    uint64          // the topic's recreation epoch the stream joined in
 	cursor   uint64          // next ring frame to look at
-	synced   bool            // pos is the ring's position at cursor, so ring frames can be written as they are
 	buf      []byte          // frames being built on the slow path
 	idBuf    []byte
 
 	// A connection taken over from net/http (see pool.go). Its parked fields belong to its writer.
 	pool *pool
 	raw  *rawSink
-	rc   syscall.RawConn // for non-blocking writes; nil when the connection cannot be parked
-	// ctx is the taken-over connection's lifetime, kept here because the connection outlives its request
-	// and moves between goroutines (its own, a writer's, its own again): it ends when the peer leaves
-	// (hangups), when the pool closes, or when the stream ends. cancel ends it.
-	ctx      context.Context //nolint:containedctx // see above
+	// cancel ends the context of a taken-over connection's run on its own goroutine (see runContext): the
+	// connection outlives its request and moves between goroutines (its own, a writer's, its own again), so
+	// each run has a context that ends when the peer leaves (hangups), when the pool closes, or when the run
+	// ends. nil while the connection is parked. lifeMu guards cancel and gone.
+	lifeMu   sync.Mutex
 	cancel   context.CancelFunc
-	fd       int32                  // the descriptor hangups watches; -1 when none
 	owner    atomic.Pointer[writer] // the writer of a parked connection, for hangups; nil on its own goroutine
 	pending  []byte                 // chunk bytes a writer could not write without waiting
 	w        *writer                // the writer of a parked connection
-	ri, hi   int                    // its index among the writer's connections of its ring, and in the timer heap
 	hbDue    int64                  // when the stream's next keep-alive is due (monoNow), unless it writes before
 	probeDue int64                  // when its writer next looks whether the peer closed it
 	due      int64                  // its place in the timer heap
+
+	// The small fields, together so that they pack: a parked connection is this struct and its socket, and
+	// every byte of it is a pod's connection budget (BenchmarkParkedConnMemory).
+	fd     int32 // the descriptor hangups watches; -1 when none
+	ri, hi int32 // a parked connection's index among its writer's connections of its ring, and in the timer heap
+	// tokState is tokenLive, tokenNoticed or tokenEnded (deliver.go).
+	tokState uint8
+	opened   bool // the response head has gone out (see open)
+	leaving  bool // the stream started while the server was leaving: it only says where it is (see Server.Leave)
+	// meta: every record frame carries its partition, offset and key in a comment line (appendMeta), and its
+	// id as the stream's own v1 position, for a transport that tells them to its client (WebSocket). Such a
+	// stream reads frame by frame, as a filtered one does.
+	meta   bool
+	synced bool // pos is the ring's position at cursor, so ring frames can be written as they are
+	gone   bool // the peer left (hangups); guarded by lifeMu
 }
 
 // end counts the stream's end, calls Params.OnEnd, and closes a taken-over connection (with the chunked
@@ -293,13 +295,11 @@ func (c *conn) end(reason CloseReason) {
 	}
 	if c.raw != nil {
 		c.pool.hang.remove(c) // before the close: its descriptor may be reused at once
-		if c.cancel != nil {
-			c.cancel()
-		}
+		c.dropContext()
 		if reason != ReasonWriteFailed && reason != ReasonClientGone && c.raw.head == nil {
 			_ = c.raw.nc.SetWriteDeadline(time.Time{}) // a deadline left from an earlier write must not fail this one
-			if c.rc != nil {
-				_, _ = newRawIO().writeNow(c.rc, lastChunk)
+			if c.raw.rc != nil {
+				_, _ = newRawIO().writeNow(c.raw.rc, lastChunk)
 			} else {
 				_, _ = c.raw.writeFramed(lastChunk, 100*time.Millisecond)
 			}
@@ -315,7 +315,7 @@ func (c *conn) end(reason CloseReason) {
 }
 
 // run starts the stream and serves it.
-func (c *conn) run(ctx context.Context) CloseReason {
+func (c *conn) run(ctx context.Context, p Params) CloseReason {
 	c.began = monoNow()
 	c.wroteAt(c.began)
 	retry := c.s.cfg.Retry
@@ -323,8 +323,8 @@ func (c *conn) run(ctx context.Context) CloseReason {
 		retry = leavingRetry + jitter(2*leavingRetry)
 	}
 	c.buf = sse.AppendRetry(c.buf, retry.Milliseconds())
-	sctx, span := c.startSpan(ctx)
-	err := c.start(sctx, c.t, c.p)
+	sctx, span := c.startSpan(ctx, &p)
+	err := c.start(sctx, c.t, p)
 	c.endStartSpan(span, err)
 	if err != nil {
 		reason := c.failure(ctx, err)
@@ -364,14 +364,14 @@ func (c *conn) resume() {
 			return
 		}
 	}
-	if r := c.loop(c.ctx); r != parked {
+	if r := c.loop(c.runContext()); r != parked {
 		c.end(r)
 	}
 }
 
 // parkable says the stream can be handed to the writer pool when it is idle.
 func (c *conn) parkable() bool {
-	return c.rc != nil && c.raw.head == nil && (c.synced || c.filtered())
+	return c.raw != nil && c.raw.rc != nil && c.raw.head == nil && (c.synced || c.filtered())
 }
 
 // filtered says the stream has an event or key filter, so it always takes the slow path.
@@ -546,12 +546,12 @@ func (c *conn) rejoin(ctx context.Context) error {
 	if gen := c.t.generation(); gen != c.gen {
 		c.gen = gen
 		if c.keyParts != nil {
-			c.keyParts = unionParts(c.keyParts, keyPartitions(c.t, c.p))
+			c.keyParts = unionParts(c.keyParts, keyPartitions(c.t, &c.p))
 		}
 	}
 	c0, head := c.join(c.t)
 	return c.traceResume(ctx, true, monoNow(), nil, func(ctx context.Context) error {
-		return c.catchUp(ctx, c.t, c.p, c0, head, true)
+		return c.catchUp(ctx, c.t, &c.p, c0, head, true)
 	})
 }
 

@@ -141,7 +141,7 @@ func (t *Topic) generation() uint64 {
 
 // keyPartitions returns the partitions a key-filtered stream covers, ascending, or nil when p has no key
 // filter.
-func keyPartitions(t *Topic, p Params) []int32 {
+func keyPartitions(t *Topic, p *kept) []int32 {
 	if len(p.Keys) == 0 {
 		return nil
 	}
@@ -165,7 +165,7 @@ func keyPartitions(t *Topic, p Params) []int32 {
 // partitioner, the partitions a key goes to under some partition count up to the topic's (or past the highest
 // partition in ids: a partition this pod has not discovered yet). Every partition of ids with
 // KeysAnyPartition.
-func keyPartitionsOf(t *Topic, p Params, ids []int32) []int32 {
+func keyPartitionsOf(t *Topic, p *kept, ids []int32) []int32 {
 	if t.KeysAnyPartition || len(ids) == 0 {
 		return ids
 	}

@@ -57,25 +57,35 @@ const (
 	attrRejoin  = attribute.Key("ssegate.resume.rejoin")
 )
 
+// spanParent returns the request's trace context, the parent of its stream's spans, or nil when the request
+// is not traced (most are not: a parked connection keeps a pointer instead of the context itself).
+func spanParent(ctx context.Context) *trace.SpanContext {
+	sc := trace.SpanContextFromContext(ctx)
+	if !sc.IsValid() {
+		return nil
+	}
+	return &sc
+}
+
 // startSpan starts the span of a stream's start, a child of the request's trace context (kept in c.parent, as
 // a writer's goroutine serves a parked stream with a context of its own).
-func (c *conn) startSpan(ctx context.Context) (context.Context, trace.Span) {
-	if c.parent.IsValid() {
-		ctx = trace.ContextWithSpanContext(ctx, c.parent)
+func (c *conn) startSpan(ctx context.Context, p *Params) (context.Context, trace.Span) {
+	if c.parent != nil {
+		ctx = trace.ContextWithSpanContext(ctx, *c.parent)
 	}
 	ctx, span := c.s.tracer.Start(ctx, spanStart, trace.WithSpanKind(trace.SpanKindServer))
 	if span.IsRecording() {
-		from := c.p.From
+		from := p.From
 		if from == "" {
 			from = FromLatest
 		}
 		if from == "time" {
-			from = c.p.FromTime.UTC().Format(time.RFC3339Nano)
+			from = p.FromTime.UTC().Format(time.RFC3339Nano)
 		}
 		span.SetAttributes(semconv.MessagingSystemKafka, semconv.MessagingDestinationName(c.t.Name), attrFrom.String(from),
-			attrKeys.Int(len(c.p.Keys)), attrEvents.StringSlice(sortedKeys(c.p.Events)))
-		if c.p.LastEventID != "" {
-			span.SetAttributes(attrLastID.String(tel.CutID(c.p.LastEventID)))
+			attrKeys.Int(len(p.Keys)), attrEvents.StringSlice(sortedKeys(p.Events)))
+		if p.LastEventID != "" {
+			span.SetAttributes(attrLastID.String(tel.CutID(p.LastEventID)))
 		}
 	}
 	return ctx, span
@@ -102,8 +112,8 @@ func (c *conn) endStartSpan(span trace.Span, err error) {
 // (monoNow). pre are resync reasons already sent (an invalid id). A re-join's span is a child of the request's
 // trace context, as its stream's start was.
 func (c *conn) traceResume(ctx context.Context, rejoin bool, start int64, pre []string, catch func(context.Context) error) error {
-	if !trace.SpanContextFromContext(ctx).IsValid() && c.parent.IsValid() {
-		ctx = trace.ContextWithSpanContext(ctx, c.parent)
+	if !trace.SpanContextFromContext(ctx).IsValid() && c.parent != nil {
+		ctx = trace.ContextWithSpanContext(ctx, *c.parent)
 	}
 	rt := &resumeTrace{reasons: pre}
 	c.rt = rt

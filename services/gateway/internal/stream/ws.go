@@ -15,7 +15,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/coder/websocket"
-	"go.opentelemetry.io/otel/trace"
 )
 
 // The WebSocket transport: the same stream (start, resume, ring, replay, filters, token moments, drain) on a
@@ -135,20 +134,20 @@ func (s *Server) ServeWebSocket(w http.ResponseWriter, r *http.Request, t *Topic
 	ws.SetReadLimit(s.cfg.WS.ReadLimit)
 	stats.Open.Add(1)
 	c := &conn{
-		s: s, t: t, p: p, stats: stats, draining: s.draining, remote: r.RemoteAddr, meta: true,
-		parent: trace.SpanContextFromContext(r.Context()),
+		s: s, t: t, p: p.kept(), stats: stats, draining: s.draining, remote: r.RemoteAddr, meta: true,
+		parent: spanParent(r.Context()),
 	}
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	sink := newWSSink(ctx, ws, o, t.Name)
 	if o.Hello {
-		if err := sink.hello(ctx, &c.p); err != nil {
+		if err := sink.hello(ctx, &p); err != nil {
 			c.end(ReasonClientGone)
 			sink.close(ReasonClientGone, err)
 			return Outcome{Reason: ReasonClientGone}
 		}
 	}
-	c.setExpiry(monoNow(), time.Now())
+	c.setExpiry(&p, monoNow(), time.Now())
 	c.out = sink
 	// The reads outlive the stream: a read whose context ends closes the connection at once, and the close
 	// frame must go out first. They end with the connection; a read that fails ends the stream.
@@ -157,7 +156,7 @@ func (s *Server) ServeWebSocket(w http.ResponseWriter, r *http.Request, t *Topic
 		defer close(read)
 		sink.readLoop(context.WithoutCancel(ctx), cancel)
 	}()
-	reason := c.run(ctx)
+	reason := c.run(ctx, p)
 	c.end(reason)
 	sink.close(reason, nil)
 	<-read
