@@ -20,6 +20,12 @@ const (
 	modeResume = "resume"
 )
 
+// How the resume mode connects (--resume-conn).
+const (
+	resumeFresh = "fresh" // a new connection for each resume, dialed inside the timing
+	resumeOpen  = "open"  // a new connection for each resume, the timing from the request once it is made
+)
+
 // maxConnections bounds --connections.
 const maxConnections = 100_000
 
@@ -71,7 +77,27 @@ type config struct {
 	ResumeMinBehind int
 	ResumeMaxBehind int
 	ResumeBlock     int64
+	ResumeConn      string // resumeFresh or resumeOpen
 }
+
+// Bounds of the resume flags, far above any useful run, that keep the range computed from them from
+// overflowing.
+const (
+	maxResumeCount  = 1000
+	maxResumeBlock  = 1 << 20
+	maxResumeBehind = 1 << 30
+)
+
+// resumeMaxBehind returns the default --resume-max-behind: 19,000, or farther when count resumes from
+// minBehind on would be closer than partitions x (block+1) records. The records are written round-robin, so
+// each partition's offsets of two neighboring resumes that far apart differ by more than a block, and the
+// farther one starts in a block below every block the nearer one reads.
+func resumeMaxBehind(partitions, count, minBehind int, block int64) int {
+	return max(19000, minBehind+(count-1)*partitions*int(block+1))
+}
+
+// resumeRecords returns the default --resume-records for a farthest resume maxBehind behind: 1,000 more.
+func resumeRecords(maxBehind int) int { return maxBehind + 1000 }
 
 // parseConfig reads the flags. It returns flag.ErrHelp for -h.
 func parseConfig(args []string, getenv func(string) string, out io.Writer) (config, error) {
@@ -127,21 +153,35 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.DurationVar(&c.SlowAfter, "slow-after", 0, "slow: when the slow connections stop reading; 0 means a third of --duration")
 	fs.IntVar(&c.SlowRcvBuf, "slow-rcvbuf", 4096, "slow: socket receive buffer of the slow connections, bytes (0: kernel default)")
 	fs.DurationVar(&c.SlowCheck, "slow-check", 3*time.Second, "slow: at the end, how long a slow connection reads what is left to see whether the gateway closed it")
-	fs.IntVar(&c.ResumeRecords, "resume-records", 20000, "resume: records written, each in a record batch of its own")
+	fs.IntVar(&c.ResumeRecords, "resume-records", 0,
+		"resume: records written, each in a record batch of its own (default --resume-max-behind + 1000: 20000 unless the range is wider)")
 	fs.IntVar(&c.ResumeCount, "resume-count", 10, "resume: resumes per phase (cold, then warm)")
 	fs.IntVar(&c.ResumeMinBehind, "resume-min-behind", 1000, "resume: records behind the head of the nearest resume")
-	fs.IntVar(&c.ResumeMaxBehind, "resume-max-behind", 19000, "resume: records behind the head of the farthest resume")
+	fs.IntVar(&c.ResumeMaxBehind, "resume-max-behind", 0,
+		"resume: records behind the head of the farthest resume (default 19000, or farther when the resumes would be closer than partitions x (resume-block+1) records)")
 	fs.Int64Var(&c.ResumeBlock, "resume-block", 1024, "resume: offsets per block of the gateway's replay cache, to choose cold positions")
+	fs.StringVar(&c.ResumeConn, "resume-conn", resumeFresh,
+		"resume: fresh (time each resume from just before dialing its connection) or open (from the request, once the connection is made)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
-	if c.Mode == modeResume {
-		// Ten cold resumes over 18,000 records need blocks of one partition: with P partitions a resume's first
-		// blocks span P x 1024 records.
-		set := false
-		fs.Visit(func(f *flag.Flag) { set = set || f.Name == "partitions" })
-		if !set {
-			c.Partitions = 1
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if c.Mode == modeResume && !set["partitions"] {
+		// One partition keeps the run short: a resume's first blocks span P x 1024 records with P partitions,
+		// and the default range of the resumes grows with them.
+		c.Partitions = 1
+	}
+	// The range of the resumes follows the partitions unless given, so that every resume of the cold phase
+	// starts in blocks no earlier one read. It is computed from flags in bounds only, so that it cannot
+	// overflow; validate refuses the others.
+	if c.ResumeCount >= 1 && c.ResumeCount <= maxResumeCount && c.ResumeBlock >= 1 && c.ResumeBlock <= maxResumeBlock &&
+		c.ResumeMinBehind >= 1 && c.ResumeMinBehind <= maxResumeBehind && c.Partitions >= 1 && c.Partitions <= 1000 {
+		if !set["resume-max-behind"] {
+			c.ResumeMaxBehind = resumeMaxBehind(c.Partitions, c.ResumeCount, c.ResumeMinBehind, c.ResumeBlock)
+		}
+		if !set["resume-records"] {
+			c.ResumeRecords = resumeRecords(c.ResumeMaxBehind)
 		}
 	}
 	if fs.NArg() > 0 {
@@ -265,8 +305,11 @@ func (c config) validate() error {
 		{c.SlowAfter < 0 || c.SlowAfter >= c.Duration, "--slow-after: want less than --duration"},
 		{c.SlowRcvBuf < 0 || c.SlowCheck <= 0, "--slow-rcvbuf and --slow-check: want 0 or more, more than 0"},
 		{c.ResumeCount < 1 || c.ResumeMinBehind < 1 || c.ResumeMaxBehind < c.ResumeMinBehind, "--resume-count and --resume-min-behind: want at least 1, --resume-max-behind: at least --resume-min-behind"},
+		{c.ResumeCount > maxResumeCount || c.ResumeBlock > maxResumeBlock, fmt.Sprintf("--resume-count: at most %d; --resume-block: at most %d", maxResumeCount, maxResumeBlock)},
+		{c.ResumeMinBehind > maxResumeBehind || c.ResumeMaxBehind > maxResumeBehind, fmt.Sprintf("--resume-min-behind and --resume-max-behind: at most %d", maxResumeBehind)},
 		{c.ResumeMaxBehind >= c.ResumeRecords, "--resume-max-behind: want less than --resume-records"},
 		{c.ResumeBlock < 1, "--resume-block: want at least 1"},
+		{c.ResumeConn != resumeFresh && c.ResumeConn != resumeOpen, fmt.Sprintf("--resume-conn: want %s or %s, got %q", resumeFresh, resumeOpen, c.ResumeConn)},
 		{c.HeapProfile != "" && c.Mode != modeIdle, "--gateway-heap-profile: idle mode only"},
 	}
 	for _, ch := range checks {

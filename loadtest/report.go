@@ -125,7 +125,9 @@ type result struct {
 	SlowClosed       int      `json:"slow_closed_by_gateway,omitempty"`
 	LatencyAfterSlow *latency `json:"latency_after_slow,omitempty"`
 
-	// resume
+	// resume: Partitions are the topic's, ResumeConn is --resume-conn.
+	Partitions     int              `json:"partitions,omitempty"`
+	ResumeConn     string           `json:"resume_conn,omitempty"`
 	ProduceSeconds float64          `json:"produce_s,omitempty"`
 	Cold           *resumeStats     `json:"resume_cold,omitempty"`
 	Warm           *resumeStats     `json:"resume_warm,omitempty"`
@@ -257,6 +259,10 @@ func (r *result) summary() string {
 			fmt.Fprintf(&b, " probe=%d delivered=%d probe_reached_all=%.2fs", r.Produced, r.Delivered, r.ProbeTime.Seconds())
 		}
 	case modeResume:
+		fmt.Fprintf(&b, " partitions=%d resume_conn=%s", r.Partitions, r.ResumeConn)
+		if r.Cold != nil {
+			fmt.Fprintf(&b, " cold_first=%.2fms", r.Cold.First)
+		}
 		fmtResume(&b, "cold", r.Cold, r.Gateway)
 		fmtResume(&b, "warm", r.Warm, r.GatewayWarm)
 	}

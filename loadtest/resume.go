@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -20,12 +19,14 @@ import (
 	"github.com/ssegate/ssegate/pkg/sse"
 )
 
-// resume: the tool writes --resume-records records, each in a record batch of its own, then resumes
-// --resume-count times with the id of a client that has every record up to some way behind the head, and
-// times each from the request to the first frame. The positions are far enough apart that no resume's first
-// blocks were read by an earlier one (cold: the gateway's block cache cannot serve them); then the same
-// resumes run again, served from the block cache (warm). Every resume must get exactly the records after its
-// position, in the gateway's order, up to the head.
+// resume: the tool writes --resume-records records, each in a record batch of its own, partition i mod n,
+// then resumes --resume-count times with the id of a client that has every record up to some way behind the
+// head, and times each to the first frame: with --resume-conn=fresh (the default) from just before dialing a
+// new connection, as a client that connects for each resume sees it; with open, from sending the request once
+// the connection is made. The positions are far enough apart that no resume's first blocks were read by an
+// earlier one (cold: the gateway's block cache cannot serve them); then the same resumes run again, served
+// from the block cache (warm). Every resume must get exactly the records after its position, partition by
+// partition, in the gateway's order, up to the head.
 
 // sent is one record the resume mode wrote: where Kafka put it, its timestamp and the seq in its value.
 type sent struct {
@@ -40,19 +41,23 @@ type resumeRun struct {
 	Behind     int     `json:"behind"` // records between the position and the head
 	ID         string  `json:"id"`     // the Last-Event-ID sent
 	FirstFrame float64 `json:"first_frame_ms"`
-	Frames     int     `json:"frames"` // frames checked, up to the head
-	Cold       bool    `json:"cold"`   // no earlier resume read the blocks of its first frame
+	Dial       float64 `json:"dial_ms,omitempty"` // --resume-conn=fresh: the part of FirstFrame the dial took
+	Frames     int     `json:"frames"`            // frames checked, up to the head
+	Cold       bool    `json:"cold"`              // no earlier resume read the blocks of its first frame
 }
 
-// resumeStats summarizes one phase's times to the first frame.
+// resumeStats summarizes one phase's times to the first frame. First is the phase's first resume: in the
+// cold phase the first resume the gateway served since it started, which no earlier one warmed up.
 type resumeStats struct {
 	Count int     `json:"count"`
+	First float64 `json:"first_ms"`
 	Min   float64 `json:"min_ms"`
 	P50   float64 `json:"p50_ms"`
 	Max   float64 `json:"max_ms"`
 }
 
-// statsOf returns the min, median (the mean of the two middle values for an even count) and max of runs.
+// statsOf returns the first, min, median (the mean of the two middle values for an even count) and max of
+// runs.
 func statsOf(runs []resumeRun) *resumeStats {
 	if len(runs) == 0 {
 		return nil
@@ -67,7 +72,7 @@ func statsOf(runs []resumeRun) *resumeStats {
 	if n%2 == 0 {
 		p50 = (ms[n/2-1] + ms[n/2]) / 2
 	}
-	return &resumeStats{Count: n, Min: ms[0], P50: p50, Max: ms[n-1]}
+	return &resumeStats{Count: n, First: runs[0].FirstFrame, Min: ms[0], P50: p50, Max: ms[n-1]}
 }
 
 // behinds returns count distances from the head spread evenly over [lo, hi], nearest the head first: each
@@ -97,22 +102,6 @@ func positionAt(start []int64, recs []sent, have int) position.Vector {
 		v.Set(r.Partition, r.Offset)
 	}
 	return v
-}
-
-// expectedAfter returns the records after recs[:have] in the order the gateway delivers a replay: by record
-// timestamp, ties by partition, each partition in offset order.
-func expectedAfter(recs []sent, have int) []sent {
-	out := slices.Clone(recs[have:])
-	slices.SortStableFunc(out, func(a, b sent) int {
-		if c := a.Timestamp.Compare(b.Timestamp); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(a.Partition, b.Partition); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.Offset, b.Offset)
-	})
-	return out
 }
 
 // coldness says, for each position in order, whether the blocks its first frame needs (per partition, the
@@ -175,152 +164,208 @@ func (k *kafka) writeOnePerBatch(ctx context.Context, brokers []string, partitio
 	return out, nil
 }
 
+// resumePlan is what both phases' resumes start from: the records written and, nearest the head first, how
+// far behind each resume is and its position.
+type resumePlan struct {
+	recs      []sent
+	behind    []int
+	positions []position.Vector
+}
+
 // resume runs the resume mode.
 func (r *runner) resume(ctx context.Context) error {
 	cfg := r.cfg
-	parts, err := r.k.partitions(ctx)
-	if err != nil {
-		return err
-	}
-	if cfg.ResumeMaxBehind >= cfg.ResumeRecords {
-		return fmt.Errorf("--resume-max-behind (%d) must be less than --resume-records (%d)", cfg.ResumeMaxBehind, cfg.ResumeRecords)
-	}
-	start, err := r.k.endOffsets(ctx)
-	if err != nil {
-		return err
-	}
+	r.res.ResumeConn = cfg.ResumeConn
 	t0 := time.Now()
-	recs, err := r.k.writeOnePerBatch(ctx, cfg.Brokers, parts, cfg.ResumeRecords, cfg.Size)
-	r.res.Produced = int64(len(recs))
+	pl, err := r.planResumes(ctx)
 	if err != nil {
 		return err
-	}
-	r.res.ProduceSeconds = time.Since(t0).Seconds()
-	ends, err := r.k.endOffsets(ctx)
-	if err != nil {
-		return err
-	}
-	var positions []position.Vector
-	bs := behinds(cfg.ResumeCount, cfg.ResumeMinBehind, cfg.ResumeMaxBehind)
-	for _, b := range bs {
-		positions = append(positions, positionAt(start, recs, len(recs)-b))
-	}
-	cold := coldness(positions, ends, cfg.ResumeBlock)
-	for i, c := range cold {
-		if !c {
-			return fmt.Errorf("resume %d (%d behind) would start in a block an earlier resume read: with %d partitions and blocks of %d "+
-				"offsets, resumes must be more than %d records apart (fewer --resume-count, fewer partitions, or a wider range)",
-				i, bs[i], parts, cfg.ResumeBlock, int64(parts)*cfg.ResumeBlock)
-		}
 	}
 	// Let the gateway read the records live (its ring keeps only the newest), so that the resumes measure
 	// the replay and not a gateway still catching up.
 	sleep(ctx, time.Second)
 	url := r.streamURL(cfg.URLs[0])
-	for phase, out := range []*[]resumeRun{&r.res.ResumesCold, &r.res.ResumesWarm} {
-		m0, err := scrapeAll(ctx, r.hc, cfg.AdminURLs[:1], cfg.Topic)
+	for _, cold := range []bool{true, false} {
+		runs, d, err := r.resumePhase(ctx, url, pl, cold)
 		if err != nil {
 			return err
 		}
-		for i, b := range bs {
-			id, _ := positions[i].AppendText(nil)
-			want := expectedAfter(recs, len(recs)-b)
-			run := resumeRun{Behind: b, ID: string(id), Cold: phase == 0}
-			d, n, err := resumeOnce(ctx, url, positions[i], want, cfg.DrainWait)
-			run.FirstFrame, run.Frames = ms(d), n
-			r.res.Delivered += int64(n)
-			if err != nil {
-				r.res.ConnErrors++
-				r.res.Errors = append(r.res.Errors, fmt.Sprintf("resume %d behind: %v", b, err))
-			}
-			*out = append(*out, run)
-		}
-		m1, err := scrapeAll(ctx, r.hc, cfg.AdminURLs[:1], cfg.Topic)
-		if err != nil {
-			return err
-		}
-		d := m1.sub(m0)
-		if phase == 0 {
-			r.res.Gateway = &d
+		if cold {
+			r.res.ResumesCold, r.res.Gateway = runs, &d
 		} else {
-			r.res.GatewayWarm = &d
+			r.res.ResumesWarm, r.res.GatewayWarm = runs, &d
 		}
 	}
-	r.res.Opened = 2 * len(bs)
+	r.res.Opened = 2 * len(pl.behind)
 	r.res.Cold = statsOf(r.res.ResumesCold)
 	r.res.Warm = statsOf(r.res.ResumesWarm)
 	r.res.Elapsed = time.Since(t0)
 	return nil
 }
 
-// resumeOnce resumes from pos and reads until every record of want has come, checking each frame: its id must
-// be pos advanced by want's records so far, and its data the value of that record. It returns the time from
-// sending the request (after the connection is made) to the first frame, and how many frames matched.
-func resumeOnce(ctx context.Context, url string, pos position.Vector, want []sent, timeout time.Duration) (time.Duration, int, error) {
+// planResumes writes the records and works out the resumes' positions, refusing positions that would not
+// all be cold.
+func (r *runner) planResumes(ctx context.Context) (*resumePlan, error) {
+	cfg := r.cfg
+	parts, err := r.k.partitions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r.res.Partitions = parts
+	if cfg.ResumeMaxBehind >= cfg.ResumeRecords {
+		return nil, fmt.Errorf("--resume-max-behind (%d) must be less than --resume-records (%d)", cfg.ResumeMaxBehind, cfg.ResumeRecords)
+	}
+	start, err := r.k.endOffsets(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// The positions name a partition by its end offset before writing: one missing from the listing would be
+	// read from its start by the gateway while the tool counted none of it as owed.
+	if len(start) != parts {
+		return nil, fmt.Errorf("topic %s has %d partitions, but end offsets were listed for %d", cfg.Topic, parts, len(start))
+	}
+	t0 := time.Now()
+	recs, err := r.k.writeOnePerBatch(ctx, cfg.Brokers, parts, cfg.ResumeRecords, cfg.Size)
+	r.res.Produced = int64(len(recs))
+	if err != nil {
+		return nil, err
+	}
+	r.res.ProduceSeconds = time.Since(t0).Seconds()
+	ends, err := r.k.endOffsets(ctx)
+	if err != nil {
+		return nil, err
+	}
+	pl := &resumePlan{recs: recs, behind: behinds(cfg.ResumeCount, cfg.ResumeMinBehind, cfg.ResumeMaxBehind)}
+	for _, b := range pl.behind {
+		pl.positions = append(pl.positions, positionAt(start, recs, len(recs)-b))
+	}
+	for i, c := range coldness(pl.positions, ends, cfg.ResumeBlock) {
+		if !c {
+			return nil, notCold(cfg, parts, i, pl.behind[i])
+		}
+	}
+	return pl, nil
+}
+
+// notCold says why resume i would not be cold, and which flags would make every resume so.
+func notCold(cfg config, parts, i, behind int) error {
+	maxBehind := resumeMaxBehind(parts, cfg.ResumeCount, cfg.ResumeMinBehind, cfg.ResumeBlock)
+	hint := fmt.Sprintf("--resume-max-behind=%d --resume-records=%d would do", maxBehind, resumeRecords(maxBehind))
+	if parts != cfg.Partitions {
+		hint += fmt.Sprintf(" (the defaults with --partitions=%d)", parts)
+	}
+	return fmt.Errorf("resume %d (%d behind) would start in a block an earlier resume read (%d partitions, blocks of %d offsets: "+
+		"resumes %d records apart never do); for %d resumes from %d behind, %s",
+		i, behind, parts, cfg.ResumeBlock, int64(parts)*(cfg.ResumeBlock+1), cfg.ResumeCount, cfg.ResumeMinBehind, hint)
+}
+
+// resumePhase runs one phase's resumes, nearest the head first, and returns them with the change of the
+// gateway's counters over the phase.
+func (r *runner) resumePhase(ctx context.Context, url string, pl *resumePlan, cold bool) ([]resumeRun, gatewayCounters, error) {
+	cfg := r.cfg
+	m0, err := scrapeAll(ctx, r.hc, cfg.AdminURLs[:1], cfg.Topic)
+	if err != nil {
+		return nil, gatewayCounters{}, err
+	}
+	runs := make([]resumeRun, 0, len(pl.behind))
+	for i, b := range pl.behind {
+		id, _ := pl.positions[i].AppendText(nil)
+		run := resumeRun{Behind: b, ID: string(id), Cold: cold}
+		o := newOwed(pl.recs, len(pl.recs)-b, pl.positions[i])
+		t, err := resumeOnce(ctx, url, cfg.ResumeConn == resumeFresh, pl.positions[i], o, cfg.DrainWait)
+		run.FirstFrame, run.Dial, run.Frames = ms(t.first), ms(t.dial), o.checked
+		r.res.Delivered += int64(o.checked)
+		if err != nil {
+			r.res.ConnErrors++
+			r.res.Errors = append(r.res.Errors, fmt.Sprintf("resume %d behind: %v", b, err))
+		}
+		runs = append(runs, run)
+	}
+	m1, err := scrapeAll(ctx, r.hc, cfg.AdminURLs[:1], cfg.Topic)
+	if err != nil {
+		return nil, gatewayCounters{}, err
+	}
+	return runs, m1.sub(m0), nil
+}
+
+// resumeTimes are one resume's times: to the first record frame, and the dial's part of it (fresh only).
+type resumeTimes struct {
+	first, dial time.Duration
+}
+
+// resumeOnce resumes from pos on a connection of its own and reads until o has every record it is owed,
+// checking each frame (owed.check). With fresh the clock starts just before dialing, as for a client that
+// connects for each resume; otherwise once the connection is made, just before the request is written.
+func resumeOnce(ctx context.Context, url string, fresh bool, pos position.Vector, o *owed, timeout time.Duration) (resumeTimes, error) {
+	var t resumeTimes
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	lastID, _ := pos.AppendText(nil)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, http.NoBody)
 	if err != nil {
-		return 0, 0, err
+		return t, err
 	}
 	req.Header.Set("Accept", "text/event-stream")
 	req.Header.Set("Last-Event-ID", string(lastID))
+	start := time.Now()
 	conn, err := dialer(0, netip.Addr{}).DialContext(ctx, "tcp", req.URL.Host) // one connection at a time: the kernel picks its source
 	if err != nil {
-		return 0, 0, fmt.Errorf("connect: %w", err)
+		return t, fmt.Errorf("connect: %w", err)
+	}
+	if fresh {
+		t.dial = time.Since(start)
+	} else {
+		start = time.Now()
 	}
 	stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
 	defer func() {
 		stop()
 		_ = conn.Close()
 	}()
-	requested := time.Now()
 	if err := req.Write(conn); err != nil {
-		return 0, 0, fmt.Errorf("request: %w", err)
+		return t, fmt.Errorf("request: %w", err)
 	}
 	br := bufio.NewReaderSize(conn, 64<<10)
 	resp, err := http.ReadResponse(br, req)
 	if err != nil {
-		return 0, 0, fmt.Errorf("response: %w", err)
+		return t, fmt.Errorf("response: %w", err)
 	}
 	// The connection closes first: closing the body of a stream that does not end would read it to its end.
 	defer func() { _ = conn.Close(); _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return 0, 0, fmt.Errorf("status %d: %s", resp.StatusCode, strings.TrimSpace(string(b)))
+		return t, fmt.Errorf("status %d: %s", resp.StatusCode, strings.TrimSpace(string(b)))
 	}
 	body := bufio.NewReaderSize(resp.Body, 64<<10)
 	open, err := readOpening(body)
 	if err != nil {
-		return 0, 0, err
+		return t, err
 	}
 	if open != string(lastID) {
-		return 0, 0, fmt.Errorf("the stream opened at %q, not at the id sent %q", open, lastID)
+		return t, fmt.Errorf("the stream opened at %q, not at the id sent %q", open, lastID)
 	}
-	p := sse.NewParser(body)
+	t.first, err = readOwed(sse.NewParser(body), o, start)
+	return t, err
+}
+
+// readOwed reads frames until o has every record it is owed, checking each, and returns the time from start
+// to the first frame.
+func readOwed(p *sse.Parser, o *owed, start time.Time) (time.Duration, error) {
 	var first time.Duration
-	cur := pos.Clone()
-	for n := range want {
+	total := o.checked + o.left
+	for n := 0; o.left > 0; n++ {
 		ev, err := p.Next()
 		if n == 0 {
-			first = time.Since(requested)
+			first = time.Since(start)
+		}
+		if err == nil {
+			err = o.check(ev)
 		}
 		if err != nil {
-			return first, n, fmt.Errorf("frame %d of %d: %w", n+1, len(want), err)
-		}
-		w := want[n]
-		cur.Set(w.Partition, w.Offset)
-		wantID, _ := cur.AppendText(nil)
-		if ev.ID != string(wantID) || ev.Type != "" && ev.Type != "message" {
-			return first, n, fmt.Errorf("frame %d of %d: event %q id %q, want the record at %d/%d, id %q",
-				n+1, len(want), ev.Type, ev.ID, w.Partition, w.Offset, wantID)
-		}
-		if seq, ok := seqOf(ev.Data); !ok || seq != w.Seq {
-			return first, n, fmt.Errorf("frame %d of %d (id %q): data %.60q is not record %d", n+1, len(want), ev.ID, ev.Data, w.Seq)
+			return first, fmt.Errorf("frame %d of %d: %w", o.checked+1, total, err)
 		}
 	}
-	return first, len(want), nil
+	return first, nil
 }
 
 // seqOf extracts "seq" from a value the tool produced.
