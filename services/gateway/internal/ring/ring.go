@@ -383,14 +383,23 @@ func (r *Ring) Start(dst []byte) (uint64, []byte) {
 // returns the grown spans, the sequence number to read next, and a channel that is closed when frames after
 // the ones returned are published. It returns ErrBehind when from was already evicted.
 func (r *Ring) Read(from uint64, spans [][]byte, maxBytes int) ([][]byte, uint64, <-chan struct{}, error) {
+	spans, _, next, wake, err := r.ReadLast(from, spans, maxBytes)
+	return spans, next, wake, err
+}
+
+// ReadLast is Read that also returns the last frame it read (nil when none): a reader that knows its position
+// by the last frame's id gets that frame without searching the spans for where it begins, once per reader
+// and write.
+func (r *Ring) ReadLast(from uint64, spans [][]byte, maxBytes int) ([][]byte, []byte, uint64, <-chan struct{}, error) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	if from < r.tail {
-		return spans, from, r.wake, ErrBehind
+		return spans, nil, from, r.wake, ErrBehind
 	}
 	next := min(from, r.head)
 	n := 0
 	var lastChunk uint64
+	var last []byte
 	lastEnd, spanStart := -1, 0
 	for next < r.head && (n == 0 || n < maxBytes) {
 		e := &r.ents[next&r.mask]
@@ -400,11 +409,12 @@ func (r *Ring) Read(from uint64, spans [][]byte, maxBytes int) ([][]byte, uint64
 			spans = append(spans, e.buf[e.start:e.end:e.end])
 			spanStart = e.start
 		}
+		last = e.buf[e.start:e.end:e.end]
 		lastChunk, lastEnd = e.chunk, e.end
 		n += e.end - e.start
 		next++
 	}
-	return spans, next, r.wake, nil
+	return spans, last, next, r.wake, nil
 }
 
 // Wake returns the channel the next Publish closes. A caller that reads everything up to the head after

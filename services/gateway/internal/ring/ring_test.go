@@ -86,6 +86,40 @@ func TestReadMergesAdjacentFrames(t *testing.T) {
 	}
 }
 
+// TestReadLast: ReadLast returns the last frame it read, whether it ends a span merged from several frames,
+// stands in a span of its own after a chunk boundary, or is cut off by maxBytes; nil when nothing was read.
+func TestReadLast(t *testing.T) {
+	r, _ := New(1<<20, 1<<10)
+	var b Batch
+	for i := range int64(200) { // 1 KiB chunks: several spans
+		publish(t, r, &b, 0, i)
+	}
+	for _, tc := range []struct {
+		from     uint64
+		maxBytes int
+		want     string
+	}{
+		{0, 1 << 30, "p0-o199;"},
+		{0, 12, "p0-o1;"},
+		{150, 1, "p0-o150;"},
+		{199, 1 << 30, "p0-o199;"},
+	} {
+		spans, last, next, _, err := r.ReadLast(tc.from, nil, tc.maxBytes)
+		if err != nil || len(spans) == 0 {
+			t.Fatalf("ReadLast(%d): %v", tc.from, err)
+		}
+		if string(last) != tc.want {
+			t.Errorf("ReadLast(%d, %d) last = %q, want %q", tc.from, tc.maxBytes, last, tc.want)
+		}
+		if joined := bytes.Join(spans, nil); !bytes.HasSuffix(joined, last) || next == tc.from {
+			t.Errorf("ReadLast(%d, %d): last %q does not end the spans (next %d)", tc.from, tc.maxBytes, last, next)
+		}
+	}
+	if _, last, _, _, err := r.ReadLast(200, nil, 100); err != nil || last != nil {
+		t.Errorf("ReadLast at the head: last %q, err %v; want none", last, err)
+	}
+}
+
 func TestReadMaxBytes(t *testing.T) {
 	r, _ := New(1<<20, 0)
 	var b Batch

@@ -49,13 +49,14 @@ func (c *conn) pull(sc *scratch) (out [][]byte, next uint64, wake <-chan struct{
 	}
 	rg, maxBytes := c.t.Ring, c.s.cfg.MaxWriteBytes
 	if c.synced && !c.filtered() {
-		sc.spans, next, wake, err = rg.Read(c.cursor, sc.spans[:0], maxBytes)
+		var last []byte
+		sc.spans, last, next, wake, err = rg.ReadLast(c.cursor, sc.spans[:0], maxBytes)
 		if err != nil || len(sc.spans) == 0 {
 			return nil, c.cursor, wake, err
 		}
 		// The fast path does not track the position frame by frame: the last frame's id is it. Keeping the
 		// frame (not a copy) costs nothing; frames are immutable.
-		c.last = lastFrame(sc.spans[len(sc.spans)-1])
+		c.last = last
 		c.pulled = int64(next - c.cursor)
 		return sc.spans, next, wake, nil
 	}

@@ -62,8 +62,8 @@ func TestPoolRestsWhenBusy(t *testing.T) {
 		return rests, float64(st.Frames.Load()) / float64(st.Writes.Load())
 	}
 	t.Run("busy", func(t *testing.T) {
-		// 4,000 connections make a pass of a few milliseconds; a frame every 50 µs keeps the writers busy.
-		rests, fpw := run(t, 4000, 50*time.Microsecond, 300*time.Millisecond)
+		// 8,000 connections make a pass of a few milliseconds; a frame every 50 µs keeps the writers busy.
+		rests, fpw := run(t, 8000, 50*time.Microsecond, 300*time.Millisecond)
 		if rests == 0 {
 			t.Fatal("busy writers never rested")
 		}

@@ -555,16 +555,6 @@ func (c *conn) rejoin(ctx context.Context) error {
 	})
 }
 
-// lastFrame returns the last frame in span, a run of whole frames. Frames end with a blank line and no frame
-// holds one inside (every data line starts with "data:"), so the last frame starts after the second-to-last
-// blank line.
-func lastFrame(span []byte) []byte {
-	if i := bytes.LastIndex(span[:len(span)-2], []byte("\n\n")); i >= 0 {
-		return span[i+2:]
-	}
-	return span
-}
-
 // frameID returns the position in a frame's id line.
 func frameID(frame []byte) position.Vector {
 	line := frame[len("id: "):bytes.IndexByte(frame, '\n')]
