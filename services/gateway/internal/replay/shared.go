@@ -407,12 +407,20 @@ func (p *Pool) fly(ctx context.Context, key blockKey, f *flight) {
 		p.mu.Unlock()
 		f.land(key, b)
 	}()
-	release, err := p.Acquire(ctx, 0, nil)
-	if err != nil {
-		f.end(err)
-		return
+	// The block's first fetch is short (see readRange) and goes out at once; the rest of the block waits for
+	// a reader slot. A resume's first record needs the first records of every partition it reads: were the
+	// first fetches to wait for slots too, a resume of more partitions than there are readers would wait for
+	// whole blocks of its first partitions before its last ones even began.
+	var release func()
+	defer func() {
+		if release != nil {
+			release()
+		}
+	}()
+	slot := func() (err error) {
+		release, err = p.Acquire(ctx, 0, nil)
+		return err
 	}
-	defer release()
 	start := time.Now()
 	p.Stats.Reads.Add(1)
 	defer func() { p.Stats.Nanos.Add(int64(time.Since(start))) }()
@@ -428,10 +436,10 @@ func (p *Pool) fly(ctx context.Context, key blockKey, f *flight) {
 			// After the first records are out, not before: the fetches of a partition go through one
 			// connection, answered in turn.
 			prefix = true
-			wg.Go(func() { pre, _, preSize, preErr = p.readRange(ctx, key, f, lo, f.start-1, f.start-1, nil) })
+			wg.Go(func() { pre, _, preSize, preErr = p.readRange(ctx, key, f, lo, f.start-1, f.start-1, nil, nil) })
 		}
 	}
-	recs, next, size, err := p.readRange(ctx, key, f, f.start, f.to, end, publish)
+	recs, next, size, err := p.readRange(ctx, key, f, f.start, f.to, end, publish, slot)
 	f.end(err)
 	wg.Wait()
 	if err != nil {
@@ -453,9 +461,10 @@ func (p *Pool) fly(ctx context.Context, key blockKey, f *flight) {
 // and returns copies of them (own) with the offset the log has been read up to and the bytes the copies hold,
 // which it counts as f's as it reads them. publish, if not nil, gets each fetch's copies as they are made. The
 // first fetch asks for little when the log can be asked (sizedLog), so that the first records come after one
-// short round trip.
+// short round trip. slot, if not nil, is called once before the fetches after that short one (before every
+// fetch when there is none): it waits for a reader slot.
 func (p *Pool) readRange(ctx context.Context, key blockKey, f *flight, from, to, end int64,
-	publish func([]*kgo.Record, int64),
+	publish func([]*kgo.Record, int64), slot func() error,
 ) ([]*kgo.Record, int64, int64, error) {
 	var out []*kgo.Record
 	var size int64
@@ -464,6 +473,12 @@ func (p *Pool) readRange(ctx context.Context, key blockKey, f *flight, from, to,
 	sized, _ := p.log.(sizedLog)
 	first := publish != nil && sized != nil
 	for off <= to {
+		if !first && slot != nil {
+			if err := slot(); err != nil {
+				return nil, off, size, err
+			}
+			slot = nil
+		}
 		var recs []*kgo.Record
 		var next int64
 		var err error
