@@ -174,7 +174,7 @@ var errAgain = errors.New("replay: read the block again")
 // every interval meanwhile. mine says the caller started the flight: a flight that its starter's leaving
 // ended, or that started below the low watermark, fails the others with errAgain, as does one whose published
 // part ended before x.
-func (f *flight) await(ctx context.Context, x int64, mine bool, interval time.Duration, idle func() error) (*kgo.Record, int64, error) {
+func (f *flight) await(ctx context.Context, x int64, mine bool, w Waits) (*kgo.Record, int64, error) {
 	for {
 		f.mu.Lock()
 		recs, hi, ended, err, grew := f.recs, f.hi, f.ended, f.err, f.grew
@@ -191,7 +191,10 @@ func (f *flight) await(ctx context.Context, x int64, mine bool, interval time.Du
 			}
 			return nil, hi, err
 		}
-		if err := keepAlive(ctx, interval, idle, func(tick <-chan time.Time) (bool, error) {
+		if err := w.before(); err != nil {
+			return nil, hi, err
+		}
+		if err := keepAlive(ctx, w.Interval, w.Idle, func(tick <-chan time.Time) (bool, error) {
 			select {
 			case <-grew:
 				return true, nil
@@ -226,7 +229,32 @@ type source struct {
 func (p *Pool) Read(ctx context.Context, topic string, epoch uint64, ranges []Range, interval time.Duration, idle func() error,
 	fn func(*kgo.Record) error,
 ) error {
-	rd := &reading{p: p, ctx: ctx, topic: topic, epoch: epoch, interval: interval, idle: idle}
+	return p.ReadWith(ctx, topic, epoch, ranges, Waits{Interval: interval, Idle: idle}, fn)
+}
+
+// Waits says what a Read does while it waits for Kafka: for a reader, for another connection's read of a
+// block, for the records of its own.
+type Waits struct {
+	// Idle, if not nil, is called every Interval while the read waits (a connection writes its keep-alive
+	// there); an error from it ends the read.
+	Interval time.Duration
+	Idle     func() error
+	// Before, if not nil, is called once before each wait: a caller that gathers records into larger writes
+	// sends what it has rather than hold it, and what it holds to build it, for the length of the wait. An
+	// error from it ends the read.
+	Before func() error
+}
+
+func (w Waits) before() error {
+	if w.Before == nil {
+		return nil
+	}
+	return w.Before()
+}
+
+// ReadWith is Read with Waits.
+func (p *Pool) ReadWith(ctx context.Context, topic string, epoch uint64, ranges []Range, w Waits, fn func(*kgo.Record) error) error {
+	rd := &reading{p: p, ctx: ctx, topic: topic, epoch: epoch, waits: w}
 	var cs []*cursor
 	for _, r := range ranges {
 		if r.After < r.Upto {
@@ -291,12 +319,11 @@ type cursor struct {
 
 // reading is one Read's state, on its caller's goroutine.
 type reading struct {
-	p        *Pool
-	ctx      context.Context //nolint:containedctx // the Read's own, for the length of the call
-	topic    string
-	epoch    uint64
-	interval time.Duration
-	idle     func() error
+	p     *Pool
+	ctx   context.Context //nolint:containedctx // the Read's own, for the length of the call
+	topic string
+	epoch uint64
+	waits Waits
 	// started are the done channels of the flights this read started: a read ends once they have landed in
 	// the cache. Not the flights: a read keeps only the block each cursor is reading, not every block it read.
 	started []<-chan struct{}
@@ -305,7 +332,7 @@ type reading struct {
 // find points the cursor at the block holding its next offset.
 func (rd *reading) find(c *cursor) error {
 	key, end := rd.p.blockAt(rd.topic, rd.epoch, c.partition, c.next, c.upto)
-	s, err := rd.p.source(rd.ctx, key, c.next, end, rd.interval, rd.idle)
+	s, err := rd.p.source(rd.ctx, key, c.next, end, rd.waits)
 	if err != nil {
 		return err
 	}
@@ -332,7 +359,7 @@ func (rd *reading) head(c *cursor) (*kgo.Record, error) {
 			c.next = b.to + 1 // the rest of the block holds no record
 			continue
 		}
-		rec, hi, err := c.src.f.await(rd.ctx, c.next, c.src.mine, rd.interval, rd.idle)
+		rec, hi, err := c.src.f.await(rd.ctx, c.next, c.src.mine, rd.waits)
 		switch {
 		case errors.Is(err, errAgain):
 			c.src = source{}
@@ -352,7 +379,7 @@ func (rd *reading) head(c *cursor) (*kgo.Record, error) {
 // source returns where to read the block of key, holding at least offsets [from, to]: the cache, another
 // connection's read of it that started at or before from, or a new read from Kafka. It waits only for a read
 // of the block under way that started after from (it is cached when it lands, before from too).
-func (p *Pool) source(ctx context.Context, key blockKey, from, to int64, interval time.Duration, idle func() error) (source, error) {
+func (p *Pool) source(ctx context.Context, key blockKey, from, to int64, w Waits) (source, error) {
 	ctx, span := p.cfg.Tracer.Start(ctx, spanBlock)
 	for {
 		if b, ok := p.cache.get(key); ok && b.covers(from, to) {
@@ -369,16 +396,19 @@ func (p *Pool) source(ctx context.Context, key blockKey, from, to int64, interva
 			f.join(key, flightSpan{span, from, to, servedShared})
 			return source{f: f}, nil
 		}
-		err := keepAlive(ctx, interval, idle, func(tick <-chan time.Time) (bool, error) {
-			select {
-			case <-f.done:
-				return true, nil
-			case <-ctx.Done():
-				return false, ctx.Err()
-			case <-tick:
-				return false, nil
-			}
-		})
+		err := w.before()
+		if err == nil {
+			err = keepAlive(ctx, w.Interval, w.Idle, func(tick <-chan time.Time) (bool, error) {
+				select {
+				case <-f.done:
+					return true, nil
+				case <-ctx.Done():
+					return false, ctx.Err()
+				case <-tick:
+					return false, nil
+				}
+			})
+		}
 		if err == nil && f.err != nil && !otherFailed(f.err, from) {
 			// A stalled broker fails every waiter at once, not one after another; only a read that is no
 			// answer for from (see otherFailed) is tried again by the others.

@@ -58,3 +58,46 @@ func TestFirstFetchesDoNotWaitForReaders(t *testing.T) {
 		t.Fatalf("Read: %d records, %v; want 900", n, err)
 	}
 }
+
+// TestReadTellsBeforeWaiting: ReadWith calls Waits.Before once the records it has are handed on and it is
+// about to wait for more from Kafka, so that a caller gathering records into larger writes sends them then.
+func TestReadTellsBeforeWaiting(t *testing.T) {
+	kc := memlog.New()
+	kc.CreateTopic("t", 1)
+	for range 300 { // a fetch of the in-memory log covers 100 offsets
+		kc.Produce("t", &kgo.Record{Value: []byte("v")})
+	}
+	g := &gatedLog{Log: kc, free: 1, open: make(chan struct{})}
+	pool := replay.NewPool(replay.Config{}, g)
+	n := 0
+	waited := make(chan int, 8)
+	before := func() error {
+		select {
+		case waited <- n:
+		default:
+		}
+		return nil
+	}
+	done := make(chan error, 1)
+	go func() {
+		done <- pool.ReadWith(context.Background(), "t", 0, []replay.Range{{Partition: 0, After: -1, Upto: 299}},
+			replay.Waits{Before: before}, func(*kgo.Record) error { n++; return nil })
+	}()
+	for {
+		select {
+		case got := <-waited:
+			if got == 100 {
+				close(g.open)
+				if err := <-done; err != nil || n != 300 {
+					t.Fatalf("Read: %d records, %v; want 300", n, err)
+				}
+				return
+			}
+		case err := <-done:
+			t.Fatalf("Read ended (%v) before the gated fetch", err)
+		case <-time.After(5 * time.Second):
+			close(g.open)
+			t.Fatalf("Before was not called with the first fetch's 100 records handed on (Read: %v)", <-done)
+		}
+	}
+}

@@ -417,6 +417,13 @@ func (r *Ring) ReadLast(from uint64, spans [][]byte, maxBytes int) ([][]byte, []
 	return spans, last, next, r.wake, nil
 }
 
+// Head returns the sequence number of the next frame to be published.
+func (r *Ring) Head() uint64 {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.head
+}
+
 // Wake returns the channel the next Publish closes. A caller that reads everything up to the head after
 // taking it misses no frame: frames published after the read close it.
 func (r *Ring) Wake() <-chan struct{} {

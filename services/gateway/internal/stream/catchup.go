@@ -163,6 +163,22 @@ func (c *conn) releaseBuf() {
 	}
 }
 
+// appendRecord appends rec's frame to c.buf, with the stream's position as its id; metaBuf is scratch for
+// its meta line, returned grown.
+func (c *conn) appendRecord(rec *kgo.Record, t *Topic, metaBuf []byte) []byte {
+	c.idBuf, _ = c.pos.AppendText(c.idBuf[:0])
+	start := len(c.buf)
+	c.buf = feed.AppendFrame(c.buf, c.idBuf, rec, t.ValueFormat)
+	if c.meta {
+		at := start + len("id: ") + len(c.idBuf) + 1
+		metaBuf = appendMeta(metaBuf[:0], rec.Partition, rec.Offset, rec.Key)
+		c.buf = slices.Insert(c.buf, at, metaBuf...)
+	}
+	c.frames++
+	c.stats.Frames.Add(1)
+	return metaBuf
+}
+
 // replay reads ranges from Kafka into the stream, in record-timestamp order across partitions.
 func (c *conn) replay(ctx context.Context, t *Topic, p *kept, ranges []replay.Range, head position.Vector, resuming bool) error {
 	if t.Replay == nil {
@@ -171,28 +187,31 @@ func (c *conn) replay(ctx context.Context, t *Topic, p *kept, ranges []replay.Ra
 	if err := c.flushBuf(); err != nil {
 		return err
 	}
-	idle := c.keepAliveIfDue
+	// Each batch is built and written under live delivery's priority (liveFirst), and what was built goes out
+	// before the read waits for Kafka, rather than wait with it.
+	pace := paced{g: c.s.live}
+	defer pace.give()
+	flush := func() error {
+		err := c.flushBuf()
+		pace.give()
+		return err
+	}
+	waits := replay.Waits{Interval: p.Heartbeat, Idle: c.keepAliveIfDue, Before: flush}
 	first := true
 	var metaBuf []byte // scratch for a record's meta line
-	err := t.Replay.Read(ctx, t.Name, c.epoch, ranges, p.Heartbeat, idle, func(rec *kgo.Record) error {
+	err := t.Replay.ReadWith(ctx, t.Name, c.epoch, ranges, waits, func(rec *kgo.Record) error {
 		c.pos.Set(rec.Partition, rec.Offset)
 		if !p.keeps(rec.Key, func() string { return recordType(rec) }) {
 			return nil
 		}
-		c.idBuf, _ = c.pos.AppendText(c.idBuf[:0])
-		start := len(c.buf)
-		c.buf = feed.AppendFrame(c.buf, c.idBuf, rec, t.ValueFormat)
-		if c.meta {
-			at := start + len("id: ") + len(c.idBuf) + 1
-			metaBuf = appendMeta(metaBuf[:0], rec.Partition, rec.Offset, rec.Key)
-			c.buf = slices.Insert(c.buf, at, metaBuf...)
+		if err := pace.take(ctx); err != nil {
+			return err
 		}
-		c.frames++
-		c.stats.Frames.Add(1)
+		metaBuf = c.appendRecord(rec, t, metaBuf)
 		if len(c.buf) >= slowFlushBytes || first {
 			// The first frame goes out at once: the client waited for it; the rest are gathered.
 			first = false
-			return c.flushBuf()
+			return flush()
 		}
 		return nil
 	})

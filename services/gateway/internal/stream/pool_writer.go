@@ -124,7 +124,10 @@ func (w *writer) run() {
 			w.endAll(ReasonShutdown)
 			return
 		}
-		if w.pass() {
+		w.pool.s.live.passBegin()
+		wrote := w.pass()
+		w.pool.s.live.passEnd()
+		if wrote {
 			if rest := busyRest(w.lastPass, w.pending()); rest > 0 {
 				w.rests.Add(1)
 				if !w.rest(rest) {

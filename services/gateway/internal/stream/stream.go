@@ -18,7 +18,6 @@ import (
 
 	"github.com/ssegate/ssegate/pkg/position"
 	"github.com/ssegate/ssegate/pkg/sse"
-	"github.com/ssegate/ssegate/services/gateway/internal/ring"
 )
 
 // Config configures a Server.
@@ -46,6 +45,10 @@ type Config struct {
 	// Linger is how long the writer pool waits after a publish before it writes, so that more frames go out
 	// in each write. Zero means it writes at once.
 	Linger time.Duration
+	// CatchUps is how many catch-ups (streams reading back from Kafka, or from far back in the ring) build
+	// and write at once; they wait for the writers' passes too (see liveFirst). Zero means half the CPUs, at
+	// least one.
+	CatchUps int
 	// Logger receives connection logs. Nil means slog.Default().
 	Logger *slog.Logger
 	// Tracer starts the spans of stream starts and resumes, children of the trace context in the request's
@@ -94,6 +97,7 @@ type Server struct {
 	leaving   atomic.Bool  // see Leave
 	sockets   atomic.Int64 // WebSocket streams open (ws.go), which net/http does not track
 	pool      *pool        // nil when Writers is zero
+	live      *liveFirst   // catch-ups after live delivery
 	tracer    trace.Tracer
 	pending   atomic.Int64 // bytes of writes not finished (see Config.PendingBytes)
 }
@@ -134,6 +138,7 @@ func NewServer(cfg Config) *Server {
 	if s.tracer == nil {
 		s.tracer = noop.NewTracerProvider().Tracer("")
 	}
+	s.live = newLiveFirst(cfg.CatchUps)
 	if cfg.Writers > 0 {
 		s.pool = newPool(s, cfg.Writers, cfg.Linger)
 	}
@@ -376,156 +381,6 @@ func (c *conn) parkable() bool {
 
 // filtered says the stream has an event or key filter, so it always takes the slow path.
 func (c *conn) filtered() bool { return len(c.p.Events) > 0 || len(c.p.Keys) > 0 || c.meta }
-
-// loop writes the ring's frames as they come, until the stream ends (or parks: it returns parked).
-func (c *conn) loop(ctx context.Context) CloseReason {
-	lt := c.newLoopTimers()
-	defer lt.stop()
-	var sc scratch
-	for {
-		// A stream that always has frames to write never blocks in wait, so the stop signals are checked
-		// here too, without blocking, before every batch.
-		if r, end := c.stopSignals(ctx, lt); end {
-			return r
-		}
-		wake, r, end := c.step(ctx, &sc)
-		switch {
-		case end:
-			return r
-		case wake == nil:
-			continue // it wrote, or caught up: there may be more
-		case c.parkable():
-			// Idle and caught up: a writer serves it from here. Nothing below may touch c.
-			c.pool.park(c)
-			return parked
-		}
-		if r, end := c.wait(ctx, lt, wake); end {
-			return r
-		}
-	}
-}
-
-// step writes what the ring has for the stream (see pull), or catches it up from Kafka when it fell behind
-// the ring or its partitions changed. It returns the ring's wake channel when the stream is idle (nothing
-// more to write now), nil when it made progress, or the reason the stream ends.
-func (c *conn) step(ctx context.Context, sc *scratch) (wake <-chan struct{}, r CloseReason, end bool) {
-	out, next, wake, err := c.pull(sc)
-	if behind := errors.Is(err, ring.ErrBehind); behind || errors.Is(err, errRejoin) {
-		// The client read so slowly that the ring moved past it, or its partitions changed: catch up from
-		// Kafka, as long as it keeps reading (the write deadline closes it otherwise).
-		if err := c.rejoin(ctx); err != nil {
-			if r := c.failure(ctx, err); r != ReasonReplayFailed || !behind {
-				return nil, r, true
-			}
-			return nil, ReasonBehind, true
-		}
-		return nil, 0, false
-	}
-	if len(out) > 0 {
-		if err := c.write(out); err != nil {
-			return nil, writeReason(err), true
-		}
-		c.written(sc, monoNow())
-		c.sampleDelivery(next)
-	}
-	if next != c.cursor {
-		c.cursor = next
-		return nil, 0, false
-	}
-	return wake, 0, false
-}
-
-// loopTimers are the timers of a stream's loop: its next keep-alive, its token's next moment and its drain
-// moment. A channel is nil while the stream has no such moment.
-type loopTimers struct {
-	hb, tok, drain    *time.Timer
-	hbC, tokC, drainC <-chan time.Time
-}
-
-func (c *conn) newLoopTimers() *loopTimers {
-	lt := &loopTimers{}
-	if c.p.Heartbeat > 0 {
-		lt.hb = time.NewTimer(time.Hour)
-		lt.hbC = lt.hb.C
-	}
-	if c.tokenDue() != 0 {
-		lt.tok = time.NewTimer(time.Hour)
-		lt.tokC = lt.tok.C
-	}
-	if c.drainAt != 0 {
-		lt.startDrain(c)
-	}
-	return lt
-}
-
-// startDrain picks the stream's moment to close within the drain window, once the server drains.
-func (lt *loopTimers) startDrain(c *conn) {
-	c.draining = nil
-	c.pickDrainMoment(monoNow())
-	lt.drain = time.NewTimer(time.Duration(c.drainAt - monoNow()))
-	lt.drainC = lt.drain.C
-}
-
-func (lt *loopTimers) stop() {
-	for _, t := range []*time.Timer{lt.hb, lt.tok, lt.drain} {
-		if t != nil {
-			t.Stop()
-		}
-	}
-}
-
-// stopSignals checks, without waiting, whether the client left or the stream's drain moment came (noting
-// that the server began to drain), and writes what the stream owes its client about its token.
-func (c *conn) stopSignals(ctx context.Context, lt *loopTimers) (CloseReason, bool) {
-	select {
-	case <-ctx.Done():
-		return ReasonClientGone, true
-	case <-c.draining:
-		lt.startDrain(c)
-	case <-lt.drainC:
-		return ReasonShutdown, true
-	default:
-	}
-	return c.tokenMoment(monoNow())
-}
-
-// wait waits, idle, for the ring to wake the stream, a keep-alive (which it writes), the token's moment,
-// the client to leave or the drain.
-func (c *conn) wait(ctx context.Context, lt *loopTimers, wake <-chan struct{}) (CloseReason, bool) {
-	if lt.hb != nil {
-		lt.hb.Reset(max(time.Duration(c.hbDue-monoNow()), 0))
-	}
-	if lt.tok != nil {
-		lt.tok.Reset(max(time.Duration(c.tokenDue()-monoNow()), 0))
-	}
-	select {
-	case <-wake:
-	case <-lt.tokC: // written by stopSignals
-	case <-lt.hbC:
-		if err := c.keepAliveIfDue(); err != nil {
-			return writeReason(err), true
-		}
-	case <-ctx.Done():
-		return ReasonClientGone, true
-	case <-c.draining:
-		lt.startDrain(c)
-	case <-lt.drainC:
-		return ReasonShutdown, true
-	}
-	return 0, false
-}
-
-// tokenMoment writes, from the stream's goroutine, what the stream owes its client about its token at now (see
-// tokenStep), and says whether the stream ends, and why.
-func (c *conn) tokenMoment(now int64) (CloseReason, bool) {
-	frame, end := c.tokenStep(now)
-	if frame != nil {
-		if err := c.write([][]byte{frame}); err != nil {
-			return writeReason(err), true
-		}
-	}
-	return ReasonTokenExpired, end
-}
 
 // rejoin catches the stream up after its cursor fell out of the ring or its partitions changed: it takes the
 // position the client has, recomputes a key filter's partitions (those of the new partition count join the
