@@ -18,6 +18,7 @@ const (
 	modeStorm  = "storm"
 	modeSlow   = "slow"
 	modeResume = "resume"
+	modeFloor  = "floor" // the bare write loop of loadtest/floor, no gateway and no Kafka (floormode.go)
 )
 
 // How the resume mode connects (--resume-conn).
@@ -78,6 +79,9 @@ type config struct {
 	ResumeMaxBehind int
 	ResumeBlock     int64
 	ResumeConn      string // resumeFresh or resumeOpen
+
+	FloorBin     string // floor: the floor program; a relative path is looked for from the working directory up
+	FloorWriters int    // floor: the floor's writer goroutines; 0 leaves its default (the number of CPUs)
 }
 
 // Bounds of the resume flags, far above any useful run, that keep the range computed from them from
@@ -109,7 +113,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	if defBrokers == "" {
 		defBrokers = "127.0.0.1:9092"
 	}
-	fs.StringVar(&c.Mode, "mode", modeSteady, "scenario: steady, idle, storm, slow or resume")
+	fs.StringVar(&c.Mode, "mode", modeSteady, "scenario: steady, idle, storm, slow, resume or floor")
 	fs.StringVar(&urls, "url", "http://127.0.0.1:8080", "gateway base URLs, comma-separated; connection i goes to URL i mod n (loopback only)")
 	fs.StringVar(&adminURLs, "admin-url", "http://127.0.0.1:9090",
 		"the gateways' admin base URLs (/readyz, /metrics), comma-separated, one per --url in the same order (loopback only)")
@@ -162,6 +166,9 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.Int64Var(&c.ResumeBlock, "resume-block", 1024, "resume: offsets per block of the gateway's replay cache, to choose cold positions")
 	fs.StringVar(&c.ResumeConn, "resume-conn", resumeFresh,
 		"resume: fresh (time each resume from just before dialing its connection) or open (from the request, once the connection is made)")
+	fs.StringVar(&c.FloorBin, "floor-bin", ".run/bin/floor",
+		"floor: the floor program (go build -o .run/bin/floor ./loadtest/floor); a relative path is looked for in the working directory, then in each directory above it")
+	fs.IntVar(&c.FloorWriters, "floor-writers", 0, "floor: the floor's writer goroutines; 0 leaves its default, the number of CPUs")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -226,6 +233,9 @@ func (c config) validateProto() error {
 		if c.Mode == modeSlow || c.Mode == modeResume {
 			return fmt.Errorf("--proto=%s: mode %s speaks HTTP/1.1 only (it reads the stream's socket itself); use --proto=h1", c.Proto, c.Mode)
 		}
+		if c.Mode == modeFloor {
+			return fmt.Errorf("--proto=%s: the floor speaks HTTP/1.1 only; use --proto=h1", c.Proto)
+		}
 	default:
 		return fmt.Errorf("--proto: want h1, h2c, h2 or ws, got %q", c.Proto)
 	}
@@ -254,9 +264,9 @@ func (c config) validateProto() error {
 // validate checks the configuration, including the loopback-only rule.
 func (c config) validate() error {
 	switch c.Mode {
-	case modeSteady, modeIdle, modeStorm, modeSlow, modeResume:
+	case modeSteady, modeIdle, modeStorm, modeSlow, modeResume, modeFloor:
 	default:
-		return fmt.Errorf("--mode: want steady, idle, storm, slow or resume, got %q", c.Mode)
+		return fmt.Errorf("--mode: want steady, idle, storm, slow, resume or floor, got %q", c.Mode)
 	}
 	if len(c.URLs) == 0 {
 		return errors.New("--url: at least one gateway URL is required")
@@ -311,6 +321,9 @@ func (c config) validate() error {
 		{c.ResumeBlock < 1, "--resume-block: want at least 1"},
 		{c.ResumeConn != resumeFresh && c.ResumeConn != resumeOpen, fmt.Sprintf("--resume-conn: want %s or %s, got %q", resumeFresh, resumeOpen, c.ResumeConn)},
 		{c.HeapProfile != "" && c.Mode != modeIdle, "--gateway-heap-profile: idle mode only"},
+		{c.Mode == modeFloor && !(c.Rate > 0), "--rate: the floor publishes at a rate, want more than 0"},
+		{c.Mode == modeFloor && len(c.GatewayPIDs) > 0, "--gateway-pid: not with --mode=floor, which measures the floor it starts"},
+		{c.FloorBin == "" || c.FloorWriters < 0, "--floor-bin: a path is required; --floor-writers: want 0 or more"},
 	}
 	for _, ch := range checks {
 		if ch.bad {

@@ -6,7 +6,10 @@
 // traffic and no heartbeats; RSS per connection, then a few records every connection must get), storm (all clients disconnect, records keep coming, all
 // reconnect within a window with their last ids; each must get exactly what it missed) and slow (a fraction
 // of the connections stop reading; the others' latency before and after, and what the gateway did to the
-// slow ones). loadtest/README.md has every flag, the commands for each scenario and what the numbers mean.
+// slow ones), resume (the time to the first frame of resumes from Kafka) and floor (no gateway and no Kafka:
+// the same clients read loadtest/floor, a bare loop writing every frame to every connection with a write of
+// its own, whose CPU time per frame is the floor the gateway's deliveries per CPU-second are judged against).
+// loadtest/README.md has every flag, the commands for each scenario and what the numbers mean.
 //
 // # Checks
 //

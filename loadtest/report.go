@@ -98,6 +98,15 @@ type result struct {
 	RSSAfterBytes         int64   `json:"gateway_rss_after_bytes,omitempty"`
 	RSSPerConnBytes       float64 `json:"gateway_rss_per_conn_bytes,omitempty"`
 
+	// floor: the frames the clients received over the measured window, the floor's CPU seconds and write
+	// system calls over it, and the frames per CPU second and per write. Produced is the last record the
+	// floor published.
+	FloorFrames             int64   `json:"floor_frames,omitempty"`
+	FloorCPUSeconds         float64 `json:"floor_cpu_s,omitempty"`
+	FloorFramesPerCPUSecond float64 `json:"floor_frames_per_cpu_s,omitempty"`
+	FloorWrites             int64   `json:"floor_writes,omitempty"`
+	FloorFramesPerWrite     float64 `json:"floor_frames_per_write,omitempty"`
+
 	// idle
 	Sources             string        `json:"source_addrs,omitempty"`
 	ListenDrops         int64         `json:"listen_drops"` // -1: /proc/net/netstat could not be read
@@ -167,6 +176,9 @@ func (r *result) judge(cfg config) {
 	}
 	if cfg.Mode == modeResume {
 		r.judgeResume()
+	}
+	if cfg.Mode == modeFloor && r.Delivered == 0 {
+		fail("no frame reached any client")
 	}
 	r.OK = len(r.Failures) == 0
 }
@@ -258,6 +270,10 @@ func (r *result) summary() string {
 		if r.Produced > 0 {
 			fmt.Fprintf(&b, " probe=%d delivered=%d probe_reached_all=%.2fs", r.Produced, r.Delivered, r.ProbeTime.Seconds())
 		}
+	case modeFloor:
+		fmt.Fprintf(&b, " deliveries/s=%.0f", r.DeliveriesPerSec)
+		fmtLatency(&b, "", r.Latency)
+		fmt.Fprintf(&b, " frames=%d frame_bytes/frame=%.1f", r.FloorFrames, r.FrameBytesPerFrame)
 	case modeResume:
 		fmt.Fprintf(&b, " partitions=%d resume_conn=%s", r.Partitions, r.ResumeConn)
 		if r.Cold != nil {
@@ -286,8 +302,14 @@ func (r *result) summary() string {
 			fmt.Fprintf(&b, " deliveries/cpu_s=%.0f", r.DeliveriesPerCPUSecond)
 		}
 	}
+	if r.Mode == modeFloor {
+		fmt.Fprintf(&b, " floor_cpu=%.2fs floor_frames/cpu_s=%.0f", r.FloorCPUSeconds, r.FloorFramesPerCPUSecond)
+	}
 	if r.ToolCPUSeconds > 0 {
 		fmt.Fprintf(&b, " tool_cpu=%.2fs", r.ToolCPUSeconds)
+	}
+	if r.FloorWrites > 0 {
+		fmt.Fprintf(&b, " floor_writes=%d frames/write=%.2f", r.FloorWrites, r.FloorFramesPerWrite)
 	}
 	if r.GatewayWrites > 0 {
 		fmt.Fprintf(&b, " gateway_writes=%d frames/write=%.1f", r.GatewayWrites, r.FramesPerWrite)

@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
@@ -26,6 +28,10 @@ type runner struct {
 	prod    produceStats
 	cps     *checkpoints // resolves compact ids for the trackers
 	res     result
+
+	// endsClean is set once the server has been told to end its streams (the floor's stop): from then on, a
+	// stream that reaches the end of its body has ended as it should, not failed.
+	endsClean atomic.Bool
 
 	connectBase time.Duration // the fixed part of connect's timeout; zero means 30 s (tests shorten it)
 }
@@ -69,6 +75,10 @@ func run(ctx context.Context, cfg config) (result, error) {
 		return r.res, err
 	}
 	if err := raiseNoFile(sysRlimits{}, noFileFor(cfg.Connections)); err != nil {
+		return r.res, err
+	}
+	if cfg.Mode == modeFloor {
+		err := r.floor(ctx)
 		return r.res, err
 	}
 	perGateway := (cfg.Connections + len(cfg.URLs) - 1) / len(cfg.URLs)
@@ -233,6 +243,9 @@ func (r *runner) connect(ctx context.Context, opts func(i int) connOpts, delay f
 			if err != nil && gctx.Err() != nil {
 				err = nil // cut off while opening by our own cancel, not a failure of the gateway's
 			}
+			if err != nil && r.endsClean.Load() && errors.Is(err, io.EOF) {
+				err = nil // the end of the body the server was told to end
+			}
 			c.err = err // read only after the group is joined
 			if err != nil {
 				c.failed.Store(true)
@@ -292,6 +305,12 @@ func (r *runner) waitCaughtUp(ctx context.Context, cs []*client) ([]int64, error
 	if err != nil {
 		return nil, err
 	}
+	return ends, r.waitLevel(ctx, cs, ends)
+}
+
+// waitLevel waits until every listed client that has not failed has everything below ends (the next offset
+// per partition), or the drain timeout passes.
+func (r *runner) waitLevel(ctx context.Context, cs []*client, ends []int64) error {
 	deadline := time.Now().Add(r.cfg.DrainWait)
 	for {
 		all := true
@@ -302,11 +321,11 @@ func (r *runner) waitCaughtUp(ctx context.Context, cs []*client) ([]int64, error
 			}
 		}
 		if all || time.Now().After(deadline) {
-			return ends, nil
+			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return ends, ctx.Err()
+			return ctx.Err()
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
