@@ -82,6 +82,18 @@ type config struct {
 
 	FloorBin     string // floor: the floor program; a relative path is looked for from the working directory up
 	FloorWriters int    // floor: the floor's writer goroutines; 0 leaves its default (the number of CPUs)
+
+	// Steady's resume waves (waves.go): every WaveEvery from the start of producing, Waves clients resume
+	// WaveBehind records behind the head and hang up WaveCut after dialing. WaveEvery is also the length of
+	// the windows the live readers' latency is reported over, with or without waves.
+	Waves      int
+	WaveEvery  time.Duration
+	WaveBehind int
+	WaveCut    time.Duration
+
+	// PrefillRecords are written before the readers connect, as fast as Kafka acknowledges them (prefill.go),
+	// so that a run starts with a backlog to resume into.
+	PrefillRecords int
 }
 
 // Bounds of the resume flags, far above any useful run, that keep the range computed from them from
@@ -169,6 +181,13 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.StringVar(&c.FloorBin, "floor-bin", ".run/bin/floor",
 		"floor: the floor program (go build -o .run/bin/floor ./loadtest/floor); a relative path is looked for in the working directory, then in each directory above it")
 	fs.IntVar(&c.FloorWriters, "floor-writers", 0, "floor: the floor's writer goroutines; 0 leaves its default, the number of CPUs")
+	fs.IntVar(&c.Waves, "waves", 0, "steady: clients that resume in each wave, from --wave-behind records back; 0: no waves")
+	fs.DurationVar(&c.WaveEvery, "wave-every", 20*time.Second,
+		"steady: time between waves, the first this long after producing starts; also the windows of the live readers' p99")
+	fs.IntVar(&c.WaveBehind, "wave-behind", 48000, "steady: records behind the head that a wave resumes from, spread evenly over the partitions")
+	fs.DurationVar(&c.WaveCut, "wave-cut", 500*time.Millisecond, "steady: how long a wave client reads, from just before dialing, before it hangs up with a reset")
+	fs.IntVar(&c.PrefillRecords, "prefill-records", 0,
+		"records written as fast as Kafka acknowledges them before the readers connect (a backlog for the waves); not in resume or floor")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -272,6 +291,9 @@ func (c config) validate() error {
 		return errors.New("--url: at least one gateway URL is required")
 	}
 	if err := c.validateProto(); err != nil {
+		return err
+	}
+	if err := c.validateWaves(); err != nil {
 		return err
 	}
 	for _, u := range c.URLs {

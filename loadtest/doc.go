@@ -2,7 +2,8 @@
 // more gateways on loopback, produces keyed records to Kafka, and reports throughput, end-to-end latency, loss and
 // duplication per connection, and the gateways' CPU time and memory per connection.
 //
-// Modes (--mode): steady (N connections, records at a rate for a duration), idle (N connections with no
+// Modes (--mode): steady (N connections, records at a rate for a duration; with --waves, waves of clients
+// that resume from far back and hang up in the middle of their catch-up come meanwhile), idle (N connections with no
 // traffic and no heartbeats; RSS per connection, then a few records every connection must get), storm (all clients disconnect, records keep coming, all
 // reconnect within a window with their last ids; each must get exactly what it missed) and slow (a fraction
 // of the connections stop reading; the others' latency before and after, and what the gateway did to the
@@ -33,5 +34,7 @@
 // stream would carry (wsEvent) and goes through the same checks (client.begin and client.event). The coordinator (run and the mode functions) reads
 // trackers only through their mutex, and a client's other fields only after its group has been joined
 // (group.stop). The latency histogram is shared and lock-free (atomic counters). The producer runs in one
-// goroutine started and joined by startProducer.
+// goroutine started and joined by startProducer. Steady's wave clients (waves.go) are goroutines of their
+// own, outside the readers' clients and counters, each bounded by --wave-cut and all joined before the run
+// waits for the readers to catch up.
 package main

@@ -98,3 +98,16 @@ func (h *histogram) Quantile(q float64) time.Duration {
 	}
 	return h.Max()
 }
+
+// merge adds o's values to h. Neither may be recorded into meanwhile for the sum to be exact.
+func (h *histogram) merge(o *histogram) {
+	for i := range o.counts {
+		if n := o.counts[i].Load(); n > 0 {
+			h.counts[i].Add(n)
+		}
+	}
+	h.total.Add(o.total.Load())
+	if m := o.max.Load(); m > h.max.Load() {
+		h.max.Store(m)
+	}
+}

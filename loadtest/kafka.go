@@ -76,23 +76,34 @@ func (k *kafka) ensureTopic(ctx context.Context, partitions int32) (created bool
 // endOffsets returns the topic's high watermarks, indexed by partition.
 func (k *kafka) endOffsets(ctx context.Context) ([]int64, error) {
 	lo, err := k.adm.ListEndOffsets(ctx, k.topic)
+	return k.offsets(lo, err, "end")
+}
+
+// startOffsets returns the first offset of each of the topic's partitions, indexed by partition.
+func (k *kafka) startOffsets(ctx context.Context) ([]int64, error) {
+	lo, err := k.adm.ListStartOffsets(ctx, k.topic)
+	return k.offsets(lo, err, "start")
+}
+
+// offsets indexes a listing of the topic's offsets by partition.
+func (k *kafka) offsets(lo kadm.ListedOffsets, err error, which string) ([]int64, error) {
 	if err != nil {
-		return nil, fmt.Errorf("list end offsets of %s: %w", k.topic, err)
+		return nil, fmt.Errorf("list %s offsets of %s: %w", which, k.topic, err)
 	}
 	if err := lo.Error(); err != nil {
-		return nil, fmt.Errorf("list end offsets of %s: %w", k.topic, err)
+		return nil, fmt.Errorf("list %s offsets of %s: %w", which, k.topic, err)
 	}
-	var ends []int64
+	var offs []int64
 	lo.Each(func(o kadm.ListedOffset) {
-		for int(o.Partition) >= len(ends) {
-			ends = append(ends, 0)
+		for int(o.Partition) >= len(offs) {
+			offs = append(offs, 0)
 		}
-		ends[o.Partition] = o.Offset
+		offs[o.Partition] = o.Offset
 	})
-	if len(ends) == 0 {
+	if len(offs) == 0 {
 		return nil, fmt.Errorf("topic %s does not exist", k.topic)
 	}
-	return ends, nil
+	return offs, nil
 }
 
 // warm produces one record synchronously, so that the producer has its connections, metadata and

@@ -64,6 +64,15 @@ type result struct {
 	Delivered        int64         `json:"delivered"`
 	DeliveriesPerSec float64       `json:"deliveries_per_s"`
 	Latency          *latency      `json:"latency,omitempty"`
+	// LatencyWindows (steady) is Latency split into windows of --wave-every from the start of producing, the
+	// last running on until every reader caught up; nil when the run has one window.
+	LatencyWindows []*latency `json:"latency_windows,omitempty"`
+	// Prefilled counts the records written before the readers connected (--prefill-records), PrefillSeconds
+	// how long that took; Produced does not count them.
+	Prefilled      int64   `json:"prefilled,omitempty"`
+	PrefillSeconds float64 `json:"prefill_s,omitempty"`
+	// Waves is what steady's resume waves did (--waves); nil without waves.
+	Waves *waveStats `json:"resume_waves,omitempty"`
 
 	Lost            int64     `json:"lost"`
 	Dup             int64     `json:"duplicated"`
@@ -171,6 +180,9 @@ func (r *result) judge(cfg config) {
 	if r.ConnErrors > 0 {
 		fail("%d connections failed", r.ConnErrors)
 	}
+	if r.Waves != nil {
+		r.Failures = append(r.Failures, r.Waves.failures()...)
+	}
 	if cfg.Mode == modeStorm && r.Served < r.Connections {
 		fail("%d of %d clients were not served what they missed within %v", r.Connections-r.Served, r.Connections, cfg.DrainWait)
 	}
@@ -210,6 +222,25 @@ func fmtLatency(b *strings.Builder, prefix string, l *latency) {
 	fmt.Fprintf(b, " %sp50=%.2fms %sp99=%.2fms %sp999=%.2fms %smax=%.2fms", prefix, l.P50, prefix, l.P99, prefix, l.P999, prefix, l.Max)
 }
 
+// fmtWindows writes the p99 of each latency window, "-" for a window without frames; nothing for one window.
+func fmtWindows(b *strings.Builder, ws []*latency) {
+	if len(ws) == 0 {
+		return
+	}
+	b.WriteString(" p99/window=")
+	for i, l := range ws {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		if l == nil {
+			b.WriteByte('-')
+			continue
+		}
+		fmt.Fprintf(b, "%.2f", l.P99)
+	}
+	b.WriteString("ms")
+}
+
 // fmtResume writes one phase of the resume mode: time from request to first frame, and the gateway's block
 // reads from Kafka and from its cache during it.
 func fmtResume(b *strings.Builder, phase string, s *resumeStats, g *gatewayCounters) {
@@ -244,10 +275,17 @@ func (r *result) summary() string {
 	if r.Mode != modeIdle {
 		fmt.Fprintf(&b, " elapsed=%.1fs produced=%d delivered=%d", r.Elapsed.Seconds(), r.Produced, r.Delivered)
 	}
+	if r.Prefilled > 0 {
+		fmt.Fprintf(&b, " prefilled=%d", r.Prefilled)
+	}
 	switch r.Mode {
 	case modeSteady:
 		fmt.Fprintf(&b, " deliveries/s=%.0f", r.DeliveriesPerSec)
 		fmtLatency(&b, "", r.Latency)
+		fmtWindows(&b, r.LatencyWindows)
+		if r.Waves != nil {
+			r.Waves.format(&b)
+		}
 		fmt.Fprintf(&b, " id_bytes/frame=%.1f frame_bytes/frame=%.1f v1_ids=%.1f%%", r.IDBytesPerFrame, r.FrameBytesPerFrame, 100*r.V1Share)
 		if r.Checkpoints > 0 {
 			fmt.Fprintf(&b, " checkpoints=%d checkpoint_bytes/s=%.0f", r.Checkpoints, r.CheckpointBytesPerSec)

@@ -74,14 +74,15 @@ func run(ctx context.Context, cfg config) (result, error) {
 	if r.tls, err = clientTLS(cfg.Proto, cfg.Insecure, cfg.CAFile); err != nil {
 		return r.res, err
 	}
-	if err := raiseNoFile(sysRlimits{}, noFileFor(cfg.Connections)); err != nil {
+	// A wave's clients hold sockets of their own next to the live readers' (steady with --waves).
+	if err := raiseNoFile(sysRlimits{}, noFileFor(cfg.Connections+cfg.Waves)); err != nil {
 		return r.res, err
 	}
 	if cfg.Mode == modeFloor {
 		err := r.floor(ctx)
 		return r.res, err
 	}
-	perGateway := (cfg.Connections + len(cfg.URLs) - 1) / len(cfg.URLs)
+	perGateway := (cfg.Connections + cfg.Waves + len(cfg.URLs) - 1) / len(cfg.URLs)
 	if err := checkGatewayNoFile("/proc", cfg.GatewayPIDs, perGateway); err != nil {
 		return r.res, err
 	}
@@ -91,21 +92,7 @@ func run(ctx context.Context, cfg config) (result, error) {
 	}
 	defer k.close()
 	r.k = k
-	if cfg.CreateTopic {
-		tctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-		_, err := k.ensureTopic(tctx, int32(cfg.Partitions))
-		cancel()
-		if err != nil {
-			return r.res, err
-		}
-	}
-	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	err = k.warm(wctx)
-	cancel()
-	if err != nil {
-		return r.res, err
-	}
-	if err := r.waitReady(ctx); err != nil {
+	if err := r.prepare(ctx); err != nil {
 		return r.res, err
 	}
 	if cfg.Mode == modeResume {
@@ -134,6 +121,29 @@ func run(ctx context.Context, cfg config) (result, error) {
 	r.res.H2Conns = r.h2Dials.Load()
 	r.res.WSAcksSent = r.sh.wsAcks.Load()
 	return r.res, err
+}
+
+// prepare gets Kafka and the gateways ready for a run: the topic made (--create-topic), the producer warmed
+// up, every gateway ready, and the backlog written (--prefill-records).
+func (r *runner) prepare(ctx context.Context) error {
+	if r.cfg.CreateTopic {
+		tctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+		_, err := r.k.ensureTopic(tctx, int32(r.cfg.Partitions))
+		cancel()
+		if err != nil {
+			return err
+		}
+	}
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	err := r.k.warm(wctx)
+	cancel()
+	if err != nil {
+		return err
+	}
+	if err := r.waitReady(ctx); err != nil {
+		return err
+	}
+	return r.prefill(ctx)
 }
 
 // waitReady polls every gateway's /readyz (on its admin port) until it answers 200.
@@ -396,78 +406,6 @@ func (r *runner) measureRSS(before procSample, opened int) error {
 	r.res.RSSBeforeBytes = before.RSSBytes
 	r.res.RSSAfterBytes = after.RSSBytes
 	r.res.RSSPerConnBytes = float64(after.RSSBytes-before.RSSBytes) / float64(opened)
-	return nil
-}
-
-// steady: N connections, records at the rate for the duration; latency, throughput and loss.
-func (r *runner) steady(ctx context.Context) error {
-	before, err := r.procs()
-	if err != nil {
-		return err
-	}
-	g, opened, err := r.connect(ctx, func(i int) connOpts {
-		return connOpts{url: r.streamURL(r.cfg.URLs[i%len(r.cfg.URLs)]), measure: true}
-	}, noDelay, 0)
-	r.res.Opened = opened
-	if err != nil {
-		return err
-	}
-	defer g.stop()
-	if err := r.measureRSS(before, opened); err != nil {
-		return err
-	}
-	var h histogram
-	r.sh.hist.Store(&h)
-	p0, err := r.procs()
-	if err != nil {
-		return err
-	}
-	s0, err := self()
-	if err != nil {
-		return err
-	}
-	f0, t0 := r.sh.frames.Load(), time.Now()
-	stop := r.startProducer(ctx)
-	sleep(ctx, r.cfg.Duration)
-	stop()
-	f1, t1 := r.sh.frames.Load(), time.Now()
-	ends, err := r.waitCaughtUp(ctx, r.clients)
-	if err != nil {
-		return err
-	}
-	p1, err := r.procs()
-	if err != nil {
-		return err
-	}
-	s1, err := self()
-	if err != nil {
-		return err
-	}
-	f2 := r.sh.frames.Load()
-	g.stop()
-	r.res.ToolCPUSeconds = s1.CPUSeconds - s0.CPUSeconds
-	if p0.Writes >= 0 && p1.Writes > p0.Writes {
-		r.res.GatewayWrites = p1.Writes - p0.Writes
-		r.res.FramesPerWrite = float64(f2-f0) / float64(r.res.GatewayWrites)
-	}
-	r.res.Elapsed = t1.Sub(t0)
-	r.res.DeliveriesPerSec = float64(f1-f0) / t1.Sub(t0).Seconds()
-	r.res.GatewayCPUSeconds = p1.CPUSeconds - p0.CPUSeconds
-	r.res.Latency = latencyOf(&h)
-	r.produced()
-	r.res.ConnErrors = r.sh.connErrs.Load()
-	r.account(r.clients, ends)
-	if f := r.sh.frames.Load(); f > 0 {
-		r.res.V1Share = float64(r.res.V1IDs) / float64(f)
-		r.res.IDBytesPerFrame = float64(r.sh.idBytes.Load()) / float64(f)
-		r.res.FrameBytesPerFrame = float64(r.sh.bodyBytes.Load()) / float64(f)
-	}
-	if n, b := r.cps.read(); n > 0 {
-		r.res.Checkpoints, r.res.CheckpointBytesPerSec = n, float64(b)/r.res.Elapsed.Seconds()
-	}
-	if r.res.GatewayCPUSeconds > 0 {
-		r.res.DeliveriesPerCPUSecond = float64(r.res.Delivered) / r.res.GatewayCPUSeconds
-	}
 	return nil
 }
 

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"time"
+)
+
+// steady: N connections, records at the rate for the duration; latency, throughput and loss. With --waves,
+// resume waves (waves.go) come every --wave-every while producing; the live readers' latency is also kept
+// per --wave-every window, with or without waves, so that a run without them is the baseline window by
+// window.
+func (r *runner) steady(ctx context.Context) error {
+	before, err := r.procs()
+	if err != nil {
+		return err
+	}
+	g, opened, err := r.connect(ctx, func(i int) connOpts {
+		return connOpts{url: r.streamURL(r.cfg.URLs[i%len(r.cfg.URLs)]), measure: true}
+	}, noDelay, 0)
+	r.res.Opened = opened
+	if err != nil {
+		return err
+	}
+	defer g.stop()
+	if err := r.measureRSS(before, opened); err != nil {
+		return err
+	}
+	win := newLatencyWindows(&r.sh, r.cfg.WaveEvery, r.cfg.Duration)
+	var m steadyMarks
+	if m.p0, err = r.procs(); err != nil {
+		return err
+	}
+	if m.s0, err = self(); err != nil {
+		return err
+	}
+	m.f0, m.t0 = r.sh.frames.Load(), time.Now()
+	stop := r.startProducer(ctx)
+	stopWindows := win.start(ctx, m.t0)
+	waitWaves := r.startWaves(ctx, m.t0)
+	sleep(ctx, r.cfg.Duration)
+	stop()
+	m.f1, m.t1 = r.sh.frames.Load(), time.Now()
+	if waitWaves != nil {
+		// The last wave came before producing stopped: its clients hang up within --wave-cut of it.
+		r.res.Waves = waitWaves()
+	}
+	stopWindows()
+	ends, err := r.waitCaughtUp(ctx, r.clients)
+	if err != nil {
+		return err
+	}
+	if m.p1, err = r.procs(); err != nil {
+		return err
+	}
+	if m.s1, err = self(); err != nil {
+		return err
+	}
+	m.f2 = r.sh.frames.Load()
+	g.stop()
+	r.steadyResult(m, win, ends)
+	return nil
+}
+
+// steadyMarks are steady's readings at the start of producing (0), at its end (1) and once every reader
+// caught up (2): the gateways' and the tool's process samples and the frames received.
+type steadyMarks struct {
+	p0, p1, s0, s1 procSample
+	f0, f1, f2     int64
+	t0, t1         time.Time
+}
+
+// steadyResult fills the result of a steady run from its marks, its latency windows and the topic's end
+// offsets the readers caught up to, once every reader has been joined.
+func (r *runner) steadyResult(m steadyMarks, win *latencyWindows, ends []int64) {
+	r.res.ToolCPUSeconds = m.s1.CPUSeconds - m.s0.CPUSeconds
+	if m.p0.Writes >= 0 && m.p1.Writes > m.p0.Writes {
+		r.res.GatewayWrites = m.p1.Writes - m.p0.Writes
+		r.res.FramesPerWrite = float64(m.f2-m.f0) / float64(r.res.GatewayWrites)
+	}
+	r.res.Elapsed = m.t1.Sub(m.t0)
+	r.res.DeliveriesPerSec = float64(m.f1-m.f0) / m.t1.Sub(m.t0).Seconds()
+	r.res.GatewayCPUSeconds = m.p1.CPUSeconds - m.p0.CPUSeconds
+	r.res.Latency = latencyOf(win.total())
+	r.res.LatencyWindows = win.latencies()
+	r.produced()
+	r.res.ConnErrors = r.sh.connErrs.Load()
+	r.account(r.clients, ends)
+	if f := r.sh.frames.Load(); f > 0 {
+		r.res.V1Share = float64(r.res.V1IDs) / float64(f)
+		r.res.IDBytesPerFrame = float64(r.sh.idBytes.Load()) / float64(f)
+		r.res.FrameBytesPerFrame = float64(r.sh.bodyBytes.Load()) / float64(f)
+	}
+	if n, b := r.cps.read(); n > 0 {
+		r.res.Checkpoints, r.res.CheckpointBytesPerSec = n, float64(b)/r.res.Elapsed.Seconds()
+	}
+	if r.res.GatewayCPUSeconds > 0 {
+		r.res.DeliveriesPerCPUSecond = float64(r.res.Delivered) / r.res.GatewayCPUSeconds
+	}
+}
