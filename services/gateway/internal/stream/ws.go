@@ -137,9 +137,15 @@ func (s *Server) ServeWebSocket(w http.ResponseWriter, r *http.Request, t *Topic
 		s: s, t: t, p: p.kept(), stats: stats, draining: s.draining, remote: r.RemoteAddr, meta: true,
 		parent: spanParent(r.Context()),
 	}
+	// Two lifetimes: the connection's (ctx, ended when its reads fail: the client is gone), which bounds the
+	// writes, and the stream's (run), which a client breaking the protocol ends too. A write's context must
+	// not end while the connection lives: the library closes a connection whose write context ends, even
+	// one ending just after the write went out, and the client would get no close frame saying why.
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	sink := newWSSink(ctx, ws, o, t.Name)
+	run, stop := context.WithCancel(ctx)
+	defer stop()
+	sink := newWSSink(ctx, run.Done(), ws, o, t.Name)
 	if o.Hello {
 		if err := sink.hello(ctx, &p); err != nil {
 			c.end(ReasonClientGone)
@@ -154,9 +160,9 @@ func (s *Server) ServeWebSocket(w http.ResponseWriter, r *http.Request, t *Topic
 	read := make(chan struct{})
 	go func() {
 		defer close(read)
-		sink.readLoop(context.WithoutCancel(ctx), cancel)
+		sink.readLoop(context.WithoutCancel(ctx), cancel, stop)
 	}()
-	reason := c.run(ctx, p)
+	reason := c.run(run, p)
 	c.end(reason)
 	sink.close(reason, nil)
 	<-read
@@ -165,7 +171,8 @@ func (s *Server) ServeWebSocket(w http.ResponseWriter, r *http.Request, t *Topic
 
 // wsSink turns the SSE frames a stream writes into WebSocket messages.
 type wsSink struct {
-	ctx   context.Context //nolint:containedctx // the stream's: a client that leaves ends every wait of a write
+	ctx   context.Context //nolint:containedctx // the connection's: a client that leaves ends every wait of a write
+	stop  <-chan struct{} // closed when the stream ends early (the client broke the protocol): waits for room end
 	ws    *websocket.Conn
 	o     WSOptions
 	topic string
@@ -181,8 +188,8 @@ type wsSink struct {
 	bad      error         // what the client did wrong, for the close
 }
 
-func newWSSink(ctx context.Context, ws *websocket.Conn, o WSOptions, topic string) *wsSink {
-	return &wsSink{ctx: ctx, ws: ws, o: o, topic: topic, room: make(chan struct{}, 1)}
+func newWSSink(ctx context.Context, stop <-chan struct{}, ws *websocket.Conn, o WSOptions, topic string) *wsSink {
+	return &wsSink{ctx: ctx, stop: stop, ws: ws, o: o, topic: topic, room: make(chan struct{}, 1)}
 }
 
 // errAckTimeout: the client acknowledged nothing for the write timeout with MaxInFlight messages waiting.
@@ -278,6 +285,8 @@ func (s *wsSink) waitRoom(ctx context.Context) error {
 		}
 		select {
 		case <-s.room:
+		case <-s.stop:
+			return context.Canceled // the stream ended: the close says why
 		case <-ctx.Done():
 			if s.ctx.Err() != nil {
 				return s.ctx.Err()
@@ -456,13 +465,14 @@ func (s *wsSink) hello(ctx context.Context, p *Params) error {
 }
 
 // readLoop reads the client's messages until the connection ends: acknowledgements and, with publishing on,
-// messages to publish; anything else closes the connection as a policy violation. A read that fails ends the
-// stream (cancel).
-func (s *wsSink) readLoop(ctx context.Context, cancel context.CancelFunc) {
-	defer cancel()
+// messages to publish; anything else ends the stream (stop) and closes the connection as a policy violation.
+// A read that fails ends the connection (gone).
+func (s *wsSink) readLoop(ctx context.Context, gone, stop context.CancelFunc) {
+	defer stop()
 	for {
 		typ, b, err := s.ws.Read(ctx)
 		if err != nil {
+			gone()
 			return
 		}
 		if typ != websocket.MessageText {
