@@ -65,7 +65,7 @@ func (c *conn) catchUp(ctx context.Context, t *Topic, p *kept, c0 uint64, head p
 	if t.Replay != nil && t.Watermarks != nil {
 		// What the ring cannot serve will most likely be read from Kafka: start its first fetches now, so that
 		// they overlap the watermark look-up (a round trip to Kafka when the cache is stale).
-		t.Replay.Prefetch(ctx, t.Name, c.epoch, likelyReads(c.pos, head, t.Ring))
+		t.Replay.Prefetch(c.prefetchContext(ctx), t.Name, c.epoch, likelyReads(c.pos, head, t.Ring))
 	}
 	pl, err := c.plan(ctx, t, planInput{pos: c.pos, head: head, c0: c0, resuming: resuming, ring: t.Ring})
 	if err != nil {

@@ -52,35 +52,59 @@ func newHangups() *hangups {
 	return h
 }
 
-// add watches c's connection; c.raw.rc is set.
+// add watches c's connection, whose descriptor is c.fd.
 func (h *hangups) add(c *conn) {
 	if h == nil {
 		return
 	}
-	_ = c.raw.rc.Control(func(fd uintptr) { c.fd = int32(fd) }) //nolint:gosec // a file descriptor fits an int32
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.addLocked(c)
+}
+
+func (h *hangups) addLocked(c *conn) {
+	c.watched = true
 	h.conns[c.fd] = c // before the registration: an end already there is reported at once
 	ev := syscall.EpollEvent{Events: syscall.EPOLLRDHUP | epollET, Fd: c.fd}
 	if err := syscall.EpollCtl(h.epfd, syscall.EPOLL_CTL_ADD, int(c.fd), &ev); err != nil {
 		delete(h.conns, c.fd)
-		c.fd = -1
+		c.watched = false
 	}
+}
+
+// rebind moves c to the descriptor fd (see pool.detach and pool.attach): its old one is still open.
+func (h *hangups) rebind(c *conn, fd int32) {
+	if h == nil {
+		c.fd = fd
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.removeLocked(c)
+	c.fd = fd
+	h.addLocked(c)
 }
 
 // remove stops watching c's connection; it runs before the connection is closed, so that its descriptor,
 // once reused, is not reported for c.
 func (h *hangups) remove(c *conn) {
-	if h == nil || c.fd < 0 {
+	if h == nil {
 		return
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.removeLocked(c)
+}
+
+func (h *hangups) removeLocked(c *conn) {
+	if !c.watched {
+		return
+	}
+	c.watched = false
 	if h.conns[c.fd] == c {
 		delete(h.conns, c.fd)
 		_ = syscall.EpollCtl(h.epfd, syscall.EPOLL_CTL_DEL, int(c.fd), nil)
 	}
-	c.fd = -1
 }
 
 func (h *hangups) run() {
@@ -98,10 +122,12 @@ func (h *hangups) run() {
 			if int(ev.Fd) == h.wake[0] {
 				return
 			}
+			// Looked up and checked under the lock: c.fd changes (rebind) and closes (remove) only under it.
 			h.mu.Lock()
 			c := h.conns[ev.Fd]
+			gone := c != nil && peerGone(c.fd)
 			h.mu.Unlock()
-			if c != nil && peerGone(c) {
+			if gone {
 				c.peerLeft()
 			}
 		}
@@ -110,14 +136,10 @@ func (h *hangups) run() {
 
 // peerGone checks on the socket that c's peer ended the connection: a peek that finds its end (no bytes) or
 // an error. Bytes waiting ahead of the end are left for the writer's probe, which reads and drops them.
-func peerGone(c *conn) bool {
-	var gone bool
+func peerGone(fd int32) bool {
 	var b [1]byte
-	err := c.raw.rc.Control(func(fd uintptr) {
-		n, _, e := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT) //nolint:gosec // a file descriptor fits an int
-		gone = (n == 0 && e == nil) || (e != nil && !errors.Is(e, syscall.EAGAIN) && !errors.Is(e, syscall.EINTR))
-	})
-	return err == nil && gone
+	n, _, e := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+	return (n == 0 && e == nil) || (e != nil && !errors.Is(e, syscall.EAGAIN) && !errors.Is(e, syscall.EINTR))
 }
 
 // close stops the goroutine and releases the epoll instance.

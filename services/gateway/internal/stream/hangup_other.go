@@ -10,4 +10,6 @@ func newHangups() *hangups { return nil }
 
 func (*hangups) add(*conn)    {}
 func (*hangups) remove(*conn) {}
-func (*hangups) close()       {}
+
+func (*hangups) rebind(c *conn, fd int32) { c.fd = fd }
+func (*hangups) close()                   {}

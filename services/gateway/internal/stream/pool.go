@@ -2,6 +2,7 @@ package stream
 
 import (
 	"context"
+	"errors"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -97,6 +98,7 @@ func (pl *pool) serve(c *conn, nc net.Conn, head []byte, p Params) CloseReason {
 		return ReasonShutdown
 	}
 	if c.raw.rc != nil {
+		_ = c.raw.rc.Control(func(fd uintptr) { c.fd = int32(fd) }) //nolint:gosec // a file descriptor fits an int32
 		pl.hang.add(c)
 	}
 	reason := c.run(c.runContext(), p)
@@ -114,8 +116,10 @@ func (pl *pool) park(c *conn) {
 	// A parked connection keeps no buffers: a filtered stream's writer lends it its own while it writes
 	// (writer.serve), and an unfiltered one writes the ring's frames as they are.
 	c.buf, c.idBuf = nil, nil
-	// Writers write without waiting; a deadline left from the last write would fail them once it passed.
-	_ = c.raw.nc.SetWriteDeadline(time.Time{})
+	if !pl.detach(c) {
+		c.end(ReasonShutdown)
+		return
+	}
 	w := pl.writers[pl.next.Add(1)%uint32(len(pl.writers))]
 	w.mu.Lock()
 	closed := w.closed
@@ -129,6 +133,59 @@ func (pl *pool) park(c *conn) {
 		return
 	}
 	w.wake()
+}
+
+// A parked connection keeps no net.Conn: net's wrapper (its descriptor struct, both addresses, its entry in
+// the runtime's poller: about 550 bytes, more than half of what a parked connection would keep) is dropped
+// at park for a duplicate of the descriptor, which the writers write to directly (non-blocking, as net set
+// the socket), and made again when the connection needs a goroutine of its own (a full socket, a catch-up):
+// two system calls each way.
+
+// detach drops net's wrapper of a parking connection and keeps a duplicate of its descriptor in c.fd. It
+// reports false when the descriptor cannot be duplicated (out of descriptors): the stream ends.
+func (pl *pool) detach(c *conn) bool {
+	fd, err := dupConn(c.raw.rc)
+	if err != nil {
+		return false
+	}
+	pl.hang.rebind(c, fd) // before the old descriptor closes: its number may be reused at once
+	pl.mu.Lock()
+	nc := c.raw.nc
+	c.raw.nc, c.raw.rc = nil, nil
+	pl.mu.Unlock()
+	_ = nc.Close()
+	return true
+}
+
+// attach makes net's wrapper again for a connection a writer let go of, and closes the duplicate. It fails
+// when the pool is closing or net refuses the descriptor.
+func (pl *pool) attach(c *conn) error {
+	nc, f, err := fdConn(c.fd)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = f.Close() }() // the duplicate, once nc has one of its own
+	sc, ok := nc.(syscall.Conn)
+	var rc syscall.RawConn
+	if ok {
+		rc, err = sc.SyscallConn()
+	}
+	if !ok || err != nil {
+		_ = nc.Close()
+		return errors.New("stream: a connection made from a descriptor offers no raw access")
+	}
+	var fd int32
+	_ = rc.Control(func(d uintptr) { fd = int32(d) }) //nolint:gosec // a file descriptor fits an int32
+	pl.hang.rebind(c, fd)
+	pl.mu.Lock()
+	closing := pl.closing
+	c.raw.nc, c.raw.rc = nc, rc
+	pl.mu.Unlock()
+	if closing {
+		_ = nc.Close() // Close found no net.Conn to close
+		return net.ErrClosed
+	}
+	return nil
 }
 
 // watch starts, once per ring, the goroutine that tells the writers about publishes.
@@ -205,7 +262,9 @@ func (pl *pool) close() {
 	pl.mu.Lock()
 	pl.closing = true
 	for c := range pl.conns {
-		_ = c.raw.nc.Close() // streams on their own goroutines fail their next write
+		if c.raw.nc != nil {
+			_ = c.raw.nc.Close() // streams on their own goroutines fail their next write; writers end the others
+		}
 	}
 	pl.mu.Unlock()
 	pl.cancel()
@@ -259,6 +318,24 @@ func (c *conn) dropContext() {
 	if cancel != nil {
 		cancel()
 	}
+}
+
+// prefetchContext returns the context of the block reads a resume prefetches (replay.Pool.Prefetch): they run
+// on goroutines of their own and serve the read that follows, which does not wait for them, and the cache,
+// so they must outlive the run that starts them (a stream that has what it needs parks, which ends its run's
+// context) and end with the connection (end calls prefetchEnd), keeping ctx's values (its trace). Only a
+// taken-over connection needs one: a request's context lives as long as its stream.
+func (c *conn) prefetchContext(ctx context.Context) context.Context {
+	if c.raw == nil {
+		return ctx
+	}
+	pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	if prev := c.prefetchEnd; prev != nil {
+		c.prefetchEnd = func() { prev(); cancel() }
+	} else {
+		c.prefetchEnd = cancel
+	}
+	return pctx
 }
 
 // peerGoneSeen says the hang-up watcher saw the peer leave.

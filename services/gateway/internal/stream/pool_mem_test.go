@@ -3,6 +3,7 @@ package stream
 import (
 	"net"
 	"net/http"
+	"os"
 	"runtime"
 	"syscall"
 	"testing"
@@ -47,9 +48,18 @@ func TestPeerLeftWhileParking(t *testing.T) {
 	topic := &Topic{Ring: rg}
 	a, b := net.Pipe()
 	defer func() { _ = b.Close() }()
+	devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = devnull.Close() }()
+	rc, err := devnull.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
 	cur, _ := rg.Start(nil)
 	st.Open.Add(1)
-	c := &conn{s: srv, t: topic, stats: st, pool: srv.pool, raw: &rawSink{nc: a}, synced: true, cursor: cur, fd: -1}
+	c := &conn{s: srv, t: topic, stats: st, pool: srv.pool, raw: &rawSink{nc: a, rc: rc}, synced: true, cursor: cur, fd: -1}
 	srv.pool.mu.Lock()
 	srv.pool.conns[c] = struct{}{}
 	srv.pool.mu.Unlock()

@@ -251,7 +251,7 @@ func (w *writer) serve(c *conn, now int64) {
 		if err != nil {
 			w.reclaim(c)
 			w.release(c)
-			if errors.Is(err, ring.ErrBehind) && w.io.peerClosed(c.raw.rc) {
+			if errors.Is(err, ring.ErrBehind) && w.io.peerClosedFD(c.fd) {
 				// A client that left is not worth a catch-up from Kafka.
 				c.end(ReasonClientGone)
 				return
@@ -268,7 +268,7 @@ func (w *writer) serve(c *conn, now int64) {
 			continue // a filter passed over everything; the position moved all the same
 		}
 		chunk := w.chunk(c.t.Ring, from, next, out, !c.filtered())
-		n, err := w.io.writeNow(c.raw.rc, chunk)
+		n, err := w.io.writeFD(c.fd, chunk)
 		c.stats.Bytes.Add(int64(n))
 		c.stats.Writes.Add(1)
 		if err != nil {
@@ -374,7 +374,7 @@ func (w *writer) expire(now int64) {
 			frame, end := c.tokenStep(now)
 			if frame != nil {
 				chunk := appendChunk(nil, [][]byte{frame})
-				n, err := w.io.writeNow(c.raw.rc, chunk)
+				n, err := w.io.writeFD(c.fd, chunk)
 				c.stats.Bytes.Add(int64(n))
 				if err != nil {
 					w.release(c)
@@ -393,12 +393,12 @@ func (w *writer) expire(now int64) {
 				continue
 			}
 		case c.keepAliveDue(now):
-			if w.io.peerClosed(c.raw.rc) {
+			if w.io.peerClosedFD(c.fd) {
 				w.release(c)
 				c.end(ReasonClientGone)
 				continue
 			}
-			n, err := w.io.writeNow(c.raw.rc, keepAliveChunk)
+			n, err := w.io.writeFD(c.fd, keepAliveChunk)
 			c.stats.Bytes.Add(int64(n))
 			if err != nil {
 				w.release(c)
@@ -412,7 +412,7 @@ func (w *writer) expire(now int64) {
 				continue
 			}
 		case c.probeDue <= now:
-			if w.io.peerClosed(c.raw.rc) {
+			if w.io.peerClosedFD(c.fd) {
 				w.release(c)
 				c.end(ReasonClientGone)
 				continue

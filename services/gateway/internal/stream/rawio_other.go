@@ -4,6 +4,8 @@ package stream
 
 import (
 	"errors"
+	"net"
+	"os"
 	"syscall"
 )
 
@@ -19,10 +21,25 @@ func (*rawIO) writeNow(syscall.RawConn, []byte) (int, error) {
 	return 0, errors.New("stream: non-blocking writes are not supported on this platform")
 }
 
-func (*rawIO) peerClosed(syscall.RawConn) bool { return false }
 
 type iovec struct{}
 
 func writeAll(_ syscall.RawConn, _ [][]byte, _ *[]iovec) (int, error) {
 	return 0, errors.New("stream: raw writes are not supported on this platform")
 }
+
+func (*rawIO) writeFD(int32, []byte) (int, error) {
+	return 0, errors.New("stream: non-blocking writes are not supported on this platform")
+}
+
+func (*rawIO) peerClosedFD(int32) bool { return false }
+
+func dupConn(syscall.RawConn) (int32, error) {
+	return -1, errors.New("stream: detached connections are not supported on this platform")
+}
+
+func fdConn(int32) (net.Conn, *os.File, error) {
+	return nil, nil, errors.New("stream: detached connections are not supported on this platform")
+}
+
+func closeFD(int32) {}

@@ -3,6 +3,8 @@
 package stream
 
 import (
+	"net"
+	"os"
 	"syscall"
 	"unsafe"
 )
@@ -61,15 +63,6 @@ func (r *rawIO) write(fd uintptr) bool {
 		}
 	}
 	return true
-}
-
-// peerClosed reports whether the peer closed or reset the connection, without waiting. What the peer sent is
-// read and dropped (an SSE client sends nothing after its request), at most 4 KiB per call, so a client that
-// keeps sending cannot hold a writer.
-func (r *rawIO) peerClosed(rc syscall.RawConn) bool {
-	r.closed = false
-	err := rc.Read(r.rfn)
-	return r.closed || err != nil
 }
 
 func (r *rawIO) read(fd uintptr) bool {
@@ -150,3 +143,52 @@ func consume(iov [][]byte, n int) [][]byte {
 	}
 	return iov
 }
+
+// writeFD is writeNow on the descriptor of a detached connection (see pool.detach).
+func (r *rawIO) writeFD(fd int32, b []byte) (int, error) {
+	r.b, r.n, r.err = b, 0, nil
+	r.write(uintptr(fd))
+	n, err := r.n, r.err
+	r.b, r.err = nil, nil
+	return n, err
+}
+
+// peerClosedFD reports whether the peer closed or reset the connection, without waiting. What the peer sent is
+// read and dropped (an SSE client sends nothing after its request), at most 4 KiB per call, so a client that
+// keeps sending cannot hold a writer.
+func (r *rawIO) peerClosedFD(fd int32) bool {
+	r.closed = false
+	r.read(uintptr(fd))
+	return r.closed
+}
+
+// dupConn returns a duplicate of rc's descriptor, closed on exec. The duplicate shares the socket and its
+// flags (non-blocking, as net set it).
+func dupConn(rc syscall.RawConn) (int32, error) {
+	dup, derr := -1, error(nil)
+	err := rc.Control(func(fd uintptr) {
+		syscall.ForkLock.RLock()
+		defer syscall.ForkLock.RUnlock()
+		if dup, derr = syscall.Dup(int(fd)); derr == nil { //nolint:gosec // a file descriptor fits an int
+			syscall.CloseOnExec(dup)
+		}
+	})
+	if err == nil {
+		err = derr
+	}
+	return int32(dup), err //nolint:gosec // a file descriptor fits an int32
+}
+
+// fdConn returns a net.Conn of a duplicate of fd (net registers its own duplicate with its poller) and the
+// File holding fd, which the caller closes once it no longer needs fd.
+func fdConn(fd int32) (net.Conn, *os.File, error) {
+	f := os.NewFile(uintptr(fd), "")
+	nc, err := net.FileConn(f)
+	if err != nil {
+		return nil, f, err
+	}
+	return nc, f, nil
+}
+
+// closeFD closes the descriptor of a detached connection.
+func closeFD(fd int32) { _ = syscall.Close(int(fd)) }

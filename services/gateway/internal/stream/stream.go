@@ -259,18 +259,20 @@ type conn struct {
 	// connection outlives its request and moves between goroutines (its own, a writer's, its own again), so
 	// each run has a context that ends when the peer leaves (hangups), when the pool closes, or when the run
 	// ends. nil while the connection is parked. lifeMu guards cancel and gone.
-	lifeMu   sync.Mutex
-	cancel   context.CancelFunc
-	owner    atomic.Pointer[writer] // the writer of a parked connection, for hangups; nil on its own goroutine
-	pending  []byte                 // chunk bytes a writer could not write without waiting
-	w        *writer                // the writer of a parked connection
-	hbDue    int64                  // when the stream's next keep-alive is due (monoNow), unless it writes before
-	probeDue int64                  // when its writer next looks whether the peer closed it
-	due      int64                  // its place in the timer heap
+	lifeMu sync.Mutex
+	cancel context.CancelFunc
+	// prefetchEnd ends the block reads the connection's resumes prefetched (see prefetchContext); nil for none.
+	prefetchEnd context.CancelFunc
+	owner       atomic.Pointer[writer] // the writer of a parked connection, for hangups; nil on its own goroutine
+	pending     []byte                 // chunk bytes a writer could not write without waiting
+	w           *writer                // the writer of a parked connection
+	hbDue       int64                  // when the stream's next keep-alive is due (monoNow), unless it writes before
+	probeDue    int64                  // when its writer next looks whether the peer closed it
+	due         int64                  // its place in the timer heap
 
 	// The small fields, together so that they pack: a parked connection is this struct and its socket, and
 	// every byte of it is a pod's connection budget (BenchmarkParkedConnMemory).
-	fd     int32 // the descriptor hangups watches; -1 when none
+	fd     int32 // the socket's descriptor: net's while c.raw.nc is set, its duplicate while parked (pool.detach); -1 when not known
 	ri, hi int32 // a parked connection's index among its writer's connections of its ring, and in the timer heap
 	// tokState is tokenLive, tokenNoticed or tokenEnded (deliver.go).
 	tokState uint8
@@ -279,9 +281,10 @@ type conn struct {
 	// meta: every record frame carries its partition, offset and key in a comment line (appendMeta), and its
 	// id as the stream's own v1 position, for a transport that tells them to its client (WebSocket). Such a
 	// stream reads frame by frame, as a filtered one does.
-	meta   bool
-	synced bool // pos is the ring's position at cursor, so ring frames can be written as they are
-	gone   bool // the peer left (hangups); guarded by lifeMu
+	meta    bool
+	synced  bool // pos is the ring's position at cursor, so ring frames can be written as they are
+	gone    bool // the peer left (hangups); guarded by lifeMu
+	watched bool // hangups watches fd; guarded by its lock
 }
 
 // end counts the stream's end, calls Params.OnEnd, and closes a taken-over connection (with the chunked
@@ -301,15 +304,11 @@ func (c *conn) end(reason CloseReason) {
 	if c.raw != nil {
 		c.pool.hang.remove(c) // before the close: its descriptor may be reused at once
 		c.dropContext()
-		if reason != ReasonWriteFailed && reason != ReasonClientGone && c.raw.head == nil {
-			_ = c.raw.nc.SetWriteDeadline(time.Time{}) // a deadline left from an earlier write must not fail this one
-			if c.raw.rc != nil {
-				_, _ = newRawIO().writeNow(c.raw.rc, lastChunk)
-			} else {
-				_, _ = c.raw.writeFramed(lastChunk, 100*time.Millisecond)
-			}
+		if c.prefetchEnd != nil {
+			c.prefetchEnd()
+			c.prefetchEnd = nil
 		}
-		_ = c.raw.nc.Close()
+		c.closeRaw(reason != ReasonWriteFailed && reason != ReasonClientGone && c.raw.head == nil)
 	}
 	if c.s.log.Enabled(context.Background(), slog.LevelDebug) {
 		c.s.log.Debug("stream closed", "reason", reason.String(), "remote", c.remote, "frames", c.frames)
@@ -317,6 +316,30 @@ func (c *conn) end(reason CloseReason) {
 	if c.raw != nil {
 		c.pool.forget(c) // last: Server.Wait returns once every taken-over stream is counted
 	}
+}
+
+// closeRaw closes a taken-over connection, after the chunked body's end when last is set: through net's
+// wrapper, or on the duplicate descriptor of a parked connection.
+func (c *conn) closeRaw(last bool) {
+	c.pool.mu.Lock()
+	nc := c.raw.nc
+	c.pool.mu.Unlock()
+	if nc == nil { // parked: detached from net
+		if last {
+			_, _ = newRawIO().writeFD(c.fd, lastChunk)
+		}
+		closeFD(c.fd)
+		return
+	}
+	if last {
+		_ = nc.SetWriteDeadline(time.Time{}) // a deadline left from an earlier write must not fail this one
+		if c.raw.rc != nil {
+			_, _ = newRawIO().writeNow(c.raw.rc, lastChunk)
+		} else {
+			_, _ = c.raw.writeFramed(lastChunk, 100*time.Millisecond)
+		}
+	}
+	_ = nc.Close()
 }
 
 // run starts the stream and serves it.
@@ -359,6 +382,12 @@ func (c *conn) open() error {
 // resume serves a connection a writer let go of: it writes what the writer could not, then carries on until
 // the stream ends or parks again.
 func (c *conn) resume() {
+	if err := c.pool.attach(c); err != nil {
+		c.s.release(len(c.pending))
+		c.pending = nil
+		c.end(ReasonShutdown)
+		return
+	}
 	if len(c.pending) > 0 {
 		n, err := c.raw.writeFramed(c.pending, c.s.cfg.WriteTimeout)
 		c.stats.Bytes.Add(int64(n))
