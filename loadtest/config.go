@@ -19,6 +19,7 @@ const (
 	modeSlow   = "slow"
 	modeResume = "resume"
 	modeFloor  = "floor" // the bare write loop of loadtest/floor, no gateway and no Kafka (floormode.go)
+	modeWaves  = "waves" // steady's resume waves alone, no readers and no producing (wavesproc.go)
 )
 
 // How the resume mode connects (--resume-conn).
@@ -90,6 +91,12 @@ type config struct {
 	WaveEvery  time.Duration
 	WaveBehind int
 	WaveCut    time.Duration
+	// WavesProcess runs steady's waves in a process of their own (--mode=waves), under nice WavesNice, rather
+	// than as goroutines of the tool's process. WaveStart is when --mode=waves counts its waves from (zero:
+	// once it is ready).
+	WavesProcess bool
+	WavesNice    int
+	WaveStart    time.Time
 
 	// PrefillRecords are written before the readers connect, as fast as Kafka acknowledges them (prefill.go),
 	// so that a run starts with a backlog to resume into.
@@ -120,12 +127,12 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	var c config
 	fs := flag.NewFlagSet("loadtest", flag.ContinueOnError)
 	fs.SetOutput(out)
-	var urls, adminURLs, brokers, pids string
+	var urls, adminURLs, brokers, pids, waveStart string
 	defBrokers := getenv("KAFKA_BROKERS")
 	if defBrokers == "" {
 		defBrokers = "127.0.0.1:9092"
 	}
-	fs.StringVar(&c.Mode, "mode", modeSteady, "scenario: steady, idle, storm, slow, resume or floor")
+	fs.StringVar(&c.Mode, "mode", modeSteady, "scenario: steady, idle, storm, slow, resume, floor or waves")
 	fs.StringVar(&urls, "url", "http://127.0.0.1:8080", "gateway base URLs, comma-separated; connection i goes to URL i mod n (loopback only)")
 	fs.StringVar(&adminURLs, "admin-url", "http://127.0.0.1:9090",
 		"the gateways' admin base URLs (/readyz, /metrics), comma-separated, one per --url in the same order (loopback only)")
@@ -181,11 +188,17 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.StringVar(&c.FloorBin, "floor-bin", ".run/bin/floor",
 		"floor: the floor program (go build -o .run/bin/floor ./loadtest/floor); a relative path is looked for in the working directory, then in each directory above it")
 	fs.IntVar(&c.FloorWriters, "floor-writers", 0, "floor: the floor's writer goroutines; 0 leaves its default, the number of CPUs")
-	fs.IntVar(&c.Waves, "waves", 0, "steady: clients that resume in each wave, from --wave-behind records back; 0: no waves")
+	fs.IntVar(&c.Waves, "waves", 0, "steady, waves: clients that resume in each wave, from --wave-behind records back; 0: no waves")
 	fs.DurationVar(&c.WaveEvery, "wave-every", 20*time.Second,
-		"steady: time between waves, the first this long after producing starts; also the windows of the live readers' p99")
-	fs.IntVar(&c.WaveBehind, "wave-behind", 48000, "steady: records behind the head that a wave resumes from, spread evenly over the partitions")
-	fs.DurationVar(&c.WaveCut, "wave-cut", 500*time.Millisecond, "steady: how long a wave client reads, from just before dialing, before it hangs up with a reset")
+		"steady, waves: time between waves, the first this long after producing starts; also the windows of the live readers' p99")
+	fs.IntVar(&c.WaveBehind, "wave-behind", 48000, "steady, waves: records behind the head that a wave resumes from, spread evenly over the partitions")
+	fs.DurationVar(&c.WaveCut, "wave-cut", 500*time.Millisecond,
+		"steady, waves: how long a wave client reads, from just before dialing, before it hangs up with a reset")
+	fs.BoolVar(&c.WavesProcess, "waves-process", false,
+		"steady with --waves: run the waves in a process of their own (this tool with --mode=waves, under nice --waves-nice), started when producing starts")
+	fs.IntVar(&c.WavesNice, "waves-nice", 19, "steady with --waves-process: the nice value of the waves' process, 0 (none) to 19")
+	fs.StringVar(&waveStart, "wave-start", "",
+		"waves: when the waves are counted from, RFC 3339 with fractions of a second (the first wave is --wave-every after it); default once the tool is ready")
 	fs.IntVar(&c.PrefillRecords, "prefill-records", 0,
 		"records written as fast as Kafka acknowledges them before the readers connect (a backlog for the waves); not in resume or floor")
 	if err := fs.Parse(args); err != nil {
@@ -241,6 +254,13 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	if c.SlowAfter == 0 {
 		c.SlowAfter = c.Duration / 3
 	}
+	if waveStart != "" {
+		t, err := time.Parse(time.RFC3339Nano, waveStart)
+		if err != nil {
+			return c, fmt.Errorf("--wave-start: want a time like %s, got %q", time.RFC3339Nano, waveStart)
+		}
+		c.WaveStart = t
+	}
 	return c, c.validate()
 }
 
@@ -283,9 +303,9 @@ func (c config) validateProto() error {
 // validate checks the configuration, including the loopback-only rule.
 func (c config) validate() error {
 	switch c.Mode {
-	case modeSteady, modeIdle, modeStorm, modeSlow, modeResume, modeFloor:
+	case modeSteady, modeIdle, modeStorm, modeSlow, modeResume, modeFloor, modeWaves:
 	default:
-		return fmt.Errorf("--mode: want steady, idle, storm, slow, resume or floor, got %q", c.Mode)
+		return fmt.Errorf("--mode: want steady, idle, storm, slow, resume, floor or waves, got %q", c.Mode)
 	}
 	if len(c.URLs) == 0 {
 		return errors.New("--url: at least one gateway URL is required")

@@ -7,9 +7,10 @@
 // traffic and no heartbeats; RSS per connection, then a few records every connection must get), storm (all clients disconnect, records keep coming, all
 // reconnect within a window with their last ids; each must get exactly what it missed) and slow (a fraction
 // of the connections stop reading; the others' latency before and after, and what the gateway did to the
-// slow ones), resume (the time to the first frame of resumes from Kafka) and floor (no gateway and no Kafka:
+// slow ones), resume (the time to the first frame of resumes from Kafka), floor (no gateway and no Kafka:
 // the same clients read loadtest/floor, a bare loop writing every frame to every connection with a write of
-// its own, whose CPU time per frame is the floor the gateway's deliveries per CPU-second are judged against).
+// its own, whose CPU time per frame is the floor the gateway's deliveries per CPU-second are judged against)
+// and waves (steady's resume waves alone, without readers or producing: what steady --waves-process runs).
 // loadtest/README.md has every flag, the commands for each scenario and what the numbers mean.
 //
 // # Checks
@@ -36,5 +37,7 @@
 // (group.stop). The latency histogram is shared and lock-free (atomic counters). The producer runs in one
 // goroutine started and joined by startProducer. Steady's wave clients (waves.go) are goroutines of their
 // own, outside the readers' clients and counters, each bounded by --wave-cut and all joined before the run
-// waits for the readers to catch up.
+// waits for the readers to catch up; they count frames without parsing them (framecount.go). With
+// --waves-process they run in a child process instead (this tool in --mode=waves, under nice; wavesproc.go),
+// which steady starts when producing starts and waits for at the same point.
 package main

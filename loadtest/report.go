@@ -261,7 +261,12 @@ func (r *result) summary() string {
 	if !r.OK {
 		status = "FAIL"
 	}
-	fmt.Fprintf(&b, "loadtest mode=%s result=%s conns=%d/%d", r.Mode, status, r.Opened, r.Connections)
+	fmt.Fprintf(&b, "loadtest mode=%s result=%s", r.Mode, status)
+	if r.Mode == modeWaves {
+		r.wavesSummary(&b)
+		return b.String()
+	}
+	fmt.Fprintf(&b, " conns=%d/%d", r.Opened, r.Connections)
 	switch r.Proto {
 	case "", protoH1:
 	case protoWS:
@@ -355,6 +360,18 @@ func (r *result) summary() string {
 	return b.String()
 }
 
+// wavesSummary writes the rest of the waves mode's summary line: the waves' figures and what they cost.
+func (r *result) wavesSummary(b *strings.Builder) {
+	fmt.Fprintf(b, " elapsed=%.1fs", r.Elapsed.Seconds())
+	if r.Waves != nil {
+		r.Waves.format(b)
+	}
+	if r.GatewayCPUSeconds > 0 {
+		fmt.Fprintf(b, " gateway_cpu=%.2fs", r.GatewayCPUSeconds)
+	}
+	fmt.Fprintf(b, " tool_cpu=%.2fs", r.ToolCPUSeconds)
+}
+
 // write prints the failures (one a line, to errw), the summary line and, with asJSON, the JSON line.
 func (r *result) write(out, errw io.Writer, asJSON bool) error {
 	for _, f := range r.Failures {
@@ -362,6 +379,12 @@ func (r *result) write(out, errw io.Writer, asJSON bool) error {
 	}
 	for _, e := range r.Errors {
 		_, _ = fmt.Fprintln(errw, "loadtest:", e)
+	}
+	if r.Waves != nil && r.Waves.Process != nil && r.Waves.Process.summary != "" {
+		// The waves' process's own line, which the steady line's wave figures are read from.
+		if _, err := fmt.Fprintln(out, r.Waves.Process.summary); err != nil {
+			return err
+		}
 	}
 	if _, err := fmt.Fprintln(out, r.summary()); err != nil {
 		return err

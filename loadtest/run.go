@@ -34,6 +34,7 @@ type runner struct {
 	endsClean atomic.Bool
 
 	connectBase time.Duration // the fixed part of connect's timeout; zero means 30 s (tests shorten it)
+	wavesExe    string        // the program --waves-process starts; empty means this one (tests set another)
 }
 
 // streamURL is the stream URL of connection i on gateway base: /streams/{topic}, or /ws/{topic} over
@@ -95,6 +96,11 @@ func run(ctx context.Context, cfg config) (result, error) {
 	if err := r.prepare(ctx); err != nil {
 		return r.res, err
 	}
+	if cfg.Mode == modeWaves {
+		r.res.Connections = 0 // its clients are the waves', counted in their figures
+		err := r.wavesMode(ctx)
+		return r.res, err
+	}
 	if cfg.Mode == modeResume {
 		r.res.Connections = 2 * cfg.ResumeCount
 	}
@@ -124,7 +130,7 @@ func run(ctx context.Context, cfg config) (result, error) {
 }
 
 // prepare gets Kafka and the gateways ready for a run: the topic made (--create-topic), the producer warmed
-// up, every gateway ready, and the backlog written (--prefill-records).
+// up (but in the waves mode, which produces nothing), every gateway ready, and the backlog written (--prefill-records).
 func (r *runner) prepare(ctx context.Context) error {
 	if r.cfg.CreateTopic {
 		tctx, cancel := context.WithTimeout(ctx, 60*time.Second)
@@ -134,11 +140,14 @@ func (r *runner) prepare(ctx context.Context) error {
 			return err
 		}
 	}
-	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	err := r.k.warm(wctx)
-	cancel()
-	if err != nil {
-		return err
+	if r.cfg.Mode != modeWaves {
+		// The waves mode writes nothing: a warm-up record would land among another run's records.
+		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		err := r.k.warm(wctx)
+		cancel()
+		if err != nil {
+			return err
+		}
 	}
 	if err := r.waitReady(ctx); err != nil {
 		return err

@@ -6,9 +6,9 @@ import (
 )
 
 // steady: N connections, records at the rate for the duration; latency, throughput and loss. With --waves,
-// resume waves (waves.go) come every --wave-every while producing; the live readers' latency is also kept
-// per --wave-every window, with or without waves, so that a run without them is the baseline window by
-// window.
+// resume waves (waves.go) come every --wave-every while producing, from goroutines of this process or, with
+// --waves-process, from a process of their own (wavesproc.go); the live readers' latency is also kept per
+// --wave-every window, with or without waves, so that a run without them is the baseline window by window.
 func (r *runner) steady(ctx context.Context) error {
 	before, err := r.procs()
 	if err != nil {

@@ -31,15 +31,25 @@ func (c config) validateWaves() error {
 		return fmt.Errorf("--wave-behind: want 1 to %d", maxWaveBehind)
 	case c.PrefillRecords < 0:
 		return errors.New("--prefill-records: want 0 or more")
-	case c.PrefillRecords > 0 && (c.Mode == modeResume || c.Mode == modeFloor):
-		return fmt.Errorf("--prefill-records: not with --mode=%s (resume writes its own records, floor has no Kafka)", c.Mode)
+	case c.PrefillRecords > 0 && (c.Mode == modeResume || c.Mode == modeFloor || c.Mode == modeWaves):
+		return fmt.Errorf("--prefill-records: not with --mode=%s (resume writes its own records, floor has no Kafka, waves writes nothing)", c.Mode)
+	case c.WavesNice < 0 || c.WavesNice > 19:
+		// A negative nice value would need privileges, and would put the wave clients before the readers.
+		return errors.New("--waves-nice: want 0 to 19")
+	case c.WavesProcess && c.Mode != modeSteady:
+		// Without waves it does nothing, so that a script can give it to a run with --waves=0 too.
+		return errors.New("--waves-process: steady mode only")
+	case !c.WaveStart.IsZero() && c.Mode != modeWaves:
+		return errors.New("--wave-start: with --mode=waves only (steady counts its waves from the start of producing)")
+	case c.Mode == modeWaves && c.Waves == 0:
+		return errors.New("--mode=waves: want --waves=N, the clients of each wave")
 	}
 	if c.Waves == 0 {
 		return nil
 	}
 	switch {
-	case c.Mode != modeSteady:
-		return fmt.Errorf("--waves: steady mode only, not %s", c.Mode)
+	case c.Mode != modeSteady && c.Mode != modeWaves:
+		return fmt.Errorf("--waves: steady or waves mode only, not %s", c.Mode)
 	case c.Proto != protoH1:
 		// A wave client speaks HTTP/1.1 on a connection of its own, whatever the live readers speak.
 		return fmt.Errorf("--waves: with --proto=h1 only, not %s", c.Proto)
@@ -103,6 +113,8 @@ type waveStats struct {
 	ConnErrors int       `json:"conn_errors"`
 	Runs       []waveRun `json:"runs"`
 	Errors     []string  `json:"errors,omitempty"` // the first few
+	// Process is the process the waves ran in (--waves-process); nil when they ran in the tool's own.
+	Process *waveProcess `json:"process,omitempty"`
 }
 
 // waveSchedule says when the waves come and how their clients resume.
@@ -203,6 +215,9 @@ func (st *waveStats) failures() []string {
 	if st.Waves > 0 && st.Frames == 0 {
 		out = append(out, fmt.Sprintf("the %d wave clients read no frame: the waves did not load the gateway", st.Clients))
 	}
+	if p := st.Process; p != nil && p.Err != "" {
+		out = append(out, "the waves' process: "+p.Err)
+	}
 	return out
 }
 
@@ -210,16 +225,30 @@ func (st *waveStats) failures() []string {
 func (st *waveStats) format(b *strings.Builder) {
 	fmt.Fprintf(b, " waves=%d wave_clients=%d wave_opened=%d wave_frames=%d wave_frames/client_p50=%.0f wave_conn_errors=%d",
 		st.Waves, st.Clients, st.Opened, st.Frames, st.FramesP50, st.ConnErrors)
+	if p := st.Process; p != nil {
+		fmt.Fprintf(b, " wave_proc=nice%d wave_proc_cpu=%.2fs", p.Nice, p.CPUSeconds)
+	}
 }
 
-// startWaves runs the configured waves from t0 on, against the run's gateways and Kafka, and returns a
+// startWaves runs the configured waves from t0 on, against the run's gateways and Kafka, as goroutines of
+// this process or, with --waves-process, in a process of their own (startWavesProcess), and returns a
 // function that waits for the last wave client to hang up and returns what the waves did. Without waves it
 // returns nil.
 func (r *runner) startWaves(ctx context.Context, t0 time.Time) func() *waveStats {
 	if r.cfg.Waves == 0 {
 		return nil
 	}
-	s := waveSchedule{
+	if r.cfg.WavesProcess {
+		return r.startWavesProcess(ctx, t0)
+	}
+	done := make(chan *waveStats, 1)
+	go func() { done <- r.waveSchedule().run(ctx, t0) }()
+	return func() *waveStats { return <-done }
+}
+
+// waveSchedule is the schedule the flags give, against the run's gateways and Kafka.
+func (r *runner) waveSchedule() waveSchedule {
+	return waveSchedule{
 		count: r.cfg.Waves, every: r.cfg.WaveEvery, duration: r.cfg.Duration, behind: r.cfg.WaveBehind, cut: r.cfg.WaveCut,
 		url: func(j int) string { return r.streamURL(r.cfg.URLs[j%len(r.cfg.URLs)]) },
 		head: func(ctx context.Context) ([]int64, []int64, error) {
@@ -231,7 +260,4 @@ func (r *runner) startWaves(ctx context.Context, t0 time.Time) func() *waveStats
 			return starts, ends, err
 		},
 	}
-	done := make(chan *waveStats, 1)
-	go func() { done <- s.run(ctx, t0) }()
-	return func() *waveStats { return <-done }
 }

@@ -88,8 +88,8 @@ func TestParseConfigWaves(t *testing.T) {
 	}{
 		{[]string{"--waves=-1"}, "--waves"},
 		{[]string{"--waves=100001"}, "--waves"},
-		{[]string{"--waves=10", "--mode=idle"}, "steady mode only"},
-		{[]string{"--waves=10", "--mode=storm"}, "steady mode only"},
+		{[]string{"--waves=10", "--mode=idle"}, "steady or waves mode only"},
+		{[]string{"--waves=10", "--mode=storm"}, "steady or waves mode only"},
 		{[]string{"--waves=10", "--proto=ws"}, "--proto=h1 only"},
 		{[]string{"--waves=10", "--duration=20s"}, "less than --duration"},
 		{[]string{"--wave-cut=0"}, "more than 0"},
