@@ -41,5 +41,16 @@ type sizedLog interface {
 	FetchMax(ctx context.Context, topic string, partition int32, offset int64, maxBytes int32) (recs []*kgo.Record, next int64, err error)
 }
 
-// firstFetchBytes is what the first fetch of a block asks for: a few hundred small records.
-const firstFetchBytes = 32 << 10
+// firstFetchBytes is what the first fetch of a block asks for: a few hundred small records. A read of several
+// partitions asks each for its share of it, at least minFirstFetchBytes: its first record needs the first
+// fetch of every partition (records go out in timestamp order), answered and decoded on the same cores, and
+// what comes after it is asked for by the fetches that follow.
+const (
+	firstFetchBytes    = 32 << 10
+	minFirstFetchBytes = 4 << 10
+)
+
+// firstBytes is what the first fetch of each block of a read of n partitions asks for.
+func firstBytes(n int) int32 {
+	return int32(max(firstFetchBytes/max(n, 1), minFirstFetchBytes))
+}

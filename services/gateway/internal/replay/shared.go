@@ -30,13 +30,13 @@ func (p *Pool) blockAt(topic string, epoch uint64, partition int32, from, upto i
 // launch registers a new flight for key under p.mu, unless one is under way, and starts it under ctx. span is
 // the starting connection's block span, ended when the flight lands; nil starts one (from ctx) only when a
 // flight is started. It returns the flight under way and whether this call started it.
-func (p *Pool) launch(ctx context.Context, key blockKey, from, to int64, span trace.Span) (*flight, bool) {
+func (p *Pool) launch(ctx context.Context, key blockKey, from, to int64, first int32, span trace.Span) (*flight, bool) {
 	p.mu.Lock()
 	if f := p.flights[key]; f != nil {
 		p.mu.Unlock()
 		return f, false
 	}
-	f := newFlight(from, to)
+	f := newFlight(from, to, first)
 	p.flights[key] = f
 	p.mu.Unlock()
 	if span == nil {
@@ -71,6 +71,7 @@ func otherFailed(err error, x int64) bool {
 type flight struct {
 	start int64         // the first offset published
 	to    int64         // the published part ends once the log has passed to
+	first int32         // what its first fetch asks for (firstBytes)
 	done  chan struct{} // closed when the flight has landed
 	b     *block        // the block as cached, set when the flight landed without error
 	err   error         // why the published part failed
@@ -92,8 +93,8 @@ type flightSpan struct {
 	served   string
 }
 
-func newFlight(start, to int64) *flight {
-	return &flight{start: start, to: to, hi: start, done: make(chan struct{}), grew: make(chan struct{})}
+func newFlight(start, to int64, first int32) *flight {
+	return &flight{start: start, to: to, first: first, hi: start, done: make(chan struct{}), grew: make(chan struct{})}
 }
 
 // publish adds records read up to (not including) offset next.
@@ -254,7 +255,7 @@ func (w Waits) before() error {
 
 // ReadWith is Read with Waits.
 func (p *Pool) ReadWith(ctx context.Context, topic string, epoch uint64, ranges []Range, w Waits, fn func(*kgo.Record) error) error {
-	rd := &reading{p: p, ctx: ctx, topic: topic, epoch: epoch, waits: w}
+	rd := &reading{p: p, ctx: ctx, topic: topic, epoch: epoch, waits: w, first: firstBytes(len(ranges))}
 	var cs []*cursor
 	for _, r := range ranges {
 		if r.After < r.Upto {
@@ -324,6 +325,7 @@ type reading struct {
 	topic string
 	epoch uint64
 	waits Waits
+	first int32 // what the first fetch of a block this read starts asks for
 	// started are the done channels of the flights this read started: a read ends once they have landed in
 	// the cache. Not the flights: a read keeps only the block each cursor is reading, not every block it read.
 	started []<-chan struct{}
@@ -332,7 +334,7 @@ type reading struct {
 // find points the cursor at the block holding its next offset.
 func (rd *reading) find(c *cursor) error {
 	key, end := rd.p.blockAt(rd.topic, rd.epoch, c.partition, c.next, c.upto)
-	s, err := rd.p.source(rd.ctx, key, c.next, end, rd.waits)
+	s, err := rd.p.source(rd.ctx, key, c.next, end, rd.waits, rd.first)
 	if err != nil {
 		return err
 	}
@@ -379,7 +381,7 @@ func (rd *reading) head(c *cursor) (*kgo.Record, error) {
 // source returns where to read the block of key, holding at least offsets [from, to]: the cache, another
 // connection's read of it that started at or before from, or a new read from Kafka. It waits only for a read
 // of the block under way that started after from (it is cached when it lands, before from too).
-func (p *Pool) source(ctx context.Context, key blockKey, from, to int64, w Waits) (source, error) {
+func (p *Pool) source(ctx context.Context, key blockKey, from, to int64, w Waits, first int32) (source, error) {
 	ctx, span := p.cfg.Tracer.Start(ctx, spanBlock)
 	for {
 		if b, ok := p.cache.get(key); ok && b.covers(from, to) {
@@ -387,7 +389,7 @@ func (p *Pool) source(ctx context.Context, key blockKey, from, to int64, w Waits
 			endBlockSpan(span, key, from, to, servedCache, b, nil)
 			return source{b: b}, nil
 		}
-		f, mine := p.launch(ctx, key, from, to, span)
+		f, mine := p.launch(ctx, key, from, to, first, span)
 		if mine {
 			return source{f: f, mine: true}, nil
 		}
@@ -513,7 +515,7 @@ func (p *Pool) readRange(ctx context.Context, key blockKey, f *flight, from, to,
 		var next int64
 		var err error
 		if first {
-			recs, next, err = sized.FetchMax(ctx, key.topic, key.partition, off, firstFetchBytes)
+			recs, next, err = sized.FetchMax(ctx, key.topic, key.partition, off, f.first)
 			first = false
 		} else {
 			recs, next, err = p.log.Fetch(ctx, key.topic, key.partition, off)
@@ -574,6 +576,6 @@ func (p *Pool) Prefetch(ctx context.Context, topic string, epoch uint64, ranges 
 		if b, ok := p.cache.get(key); ok && b.covers(from, to) {
 			continue
 		}
-		p.launch(ctx, key, from, to, nil)
+		p.launch(ctx, key, from, to, firstBytes(len(ranges)), nil)
 	}
 }

@@ -2,6 +2,7 @@ package replay_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -98,6 +99,51 @@ func TestReadTellsBeforeWaiting(t *testing.T) {
 		case <-time.After(5 * time.Second):
 			close(g.open)
 			t.Fatalf("Before was not called with the first fetch's 100 records handed on (Read: %v)", <-done)
+		}
+	}
+}
+
+// sizeRecorder is a sized log that notes what each first fetch asked for.
+type sizeRecorder struct {
+	replay.Log
+	mu    sync.Mutex
+	asked []int32
+}
+
+func (s *sizeRecorder) FetchMax(ctx context.Context, topic string, partition int32, offset int64, maxBytes int32) ([]*kgo.Record, int64, error) {
+	s.mu.Lock()
+	s.asked = append(s.asked, maxBytes)
+	s.mu.Unlock()
+	return s.Fetch(ctx, topic, partition, offset)
+}
+
+// TestFirstFetchShare: a read of several partitions asks each partition's first fetch for its share of a
+// single partition's first fetch (32 KiB), at least 4 KiB: its first record needs all of them.
+func TestFirstFetchShare(t *testing.T) {
+	for _, tc := range []struct {
+		partitions int
+		want       int32
+	}{{1, 32 << 10}, {4, 8 << 10}, {12, 4 << 10}} {
+		kc := memlog.New()
+		kc.CreateTopic("t", tc.partitions)
+		var ranges []replay.Range
+		for p := range tc.partitions {
+			kc.Produce("t", &kgo.Record{Partition: int32(p), Value: []byte("v")})
+			ranges = append(ranges, replay.Range{Partition: int32(p), After: -1, Upto: 0})
+		}
+		rec := &sizeRecorder{Log: kc}
+		pool := replay.NewPool(replay.Config{}, rec)
+		n := 0
+		if err := pool.Read(context.Background(), "t", 0, ranges, 0, nil, func(*kgo.Record) error { n++; return nil }); err != nil || n != tc.partitions {
+			t.Fatalf("%d partitions: read %d records, %v", tc.partitions, n, err)
+		}
+		if len(rec.asked) != tc.partitions {
+			t.Fatalf("%d partitions: %d first fetches, want one each", tc.partitions, len(rec.asked))
+		}
+		for _, got := range rec.asked {
+			if got != tc.want {
+				t.Errorf("%d partitions: a first fetch asked for %d bytes, want %d", tc.partitions, got, tc.want)
+			}
 		}
 	}
 }
