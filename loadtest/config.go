@@ -101,6 +101,16 @@ type config struct {
 	// PrefillRecords are written before the readers connect, as fast as Kafka acknowledges them (prefill.go),
 	// so that a run starts with a backlog to resume into.
 	PrefillRecords int
+
+	// Producers are the Kafka clients that produce at Rate together (producers.go), each with at most
+	// ProducerInFlight records in flight (0: producerWindow's default for the rate).
+	Producers        int
+	ProducerInFlight int
+}
+
+// producesAtRate reports whether mode produces at --rate through startProducer, the modes --producers is for.
+func producesAtRate(mode string) bool {
+	return mode == modeSteady || mode == modeStorm || mode == modeSlow
 }
 
 // Bounds of the resume flags, far above any useful run, that keep the range computed from them from
@@ -143,6 +153,11 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.IntVar(&c.Partitions, "partitions", 3, "partitions of a topic created by --create-topic (resume: default 1)")
 	fs.IntVar(&c.Connections, "connections", 100, fmt.Sprintf("SSE connections to open, 1 to %d", maxConnections))
 	fs.Float64Var(&c.Rate, "rate", 100, "records produced per second; 0 means as fast as possible")
+	fs.IntVar(&c.Producers, "producers", 1,
+		fmt.Sprintf("steady, storm, slow: Kafka clients producing in parallel, each with its own connections, its share of --rate and its own --producer-in-flight; 1 to %d", maxProducers))
+	fs.IntVar(&c.ProducerInFlight, "producer-in-flight", 0,
+		fmt.Sprintf("steady, storm, slow: records each producer has handed to Kafka and not yet seen acknowledged, at most (up to %d); 0: %d with a --rate, %d with --rate=0",
+			maxProducerInFlight, inFlightAtRate, inFlightAtFull))
 	fs.DurationVar(&c.Duration, "duration", 10*time.Second, "how long to produce (steady, slow) or to hold the connections (idle)")
 	fs.IntVar(&c.Size, "size", 200, "bytes per record value (JSON, padded)")
 	fs.IntVar(&c.Keys, "keys", 1000, "distinct record keys, used round-robin")
@@ -344,6 +359,9 @@ func (c config) validate() error {
 		{c.Topic == "" || url.PathEscape(c.Topic) != c.Topic, "--topic: a plain Kafka topic name is required"},
 		{c.Connections < 1 || c.Connections > maxConnections, fmt.Sprintf("--connections: want 1 to %d", maxConnections)},
 		{c.Rate < 0, "--rate: want 0 (as fast as possible) or more"},
+		{c.Producers < 1 || c.Producers > maxProducers, fmt.Sprintf("--producers: want 1 to %d", maxProducers)},
+		{c.ProducerInFlight < 0 || c.ProducerInFlight > maxProducerInFlight, fmt.Sprintf("--producer-in-flight: want 0 to %d", maxProducerInFlight)},
+		{(c.Producers != 1 || c.ProducerInFlight != 0) && !producesAtRate(c.Mode), "--producers and --producer-in-flight: steady, storm and slow only"},
 		{c.Duration <= 0, "--duration: want more than 0"},
 		{c.Size < 0 || c.Size > 1<<20, "--size: want 0 to 1MiB"},
 		{c.Keys < 1, "--keys: want at least 1"},

@@ -34,8 +34,8 @@
 // its own, read by its goroutine through coder/websocket; every JSON message is mapped to the event an event
 // stream would carry (wsEvent) and goes through the same checks (client.begin and client.event). The coordinator (run and the mode functions) reads
 // trackers only through their mutex, and a client's other fields only after its group has been joined
-// (group.stop). The latency histogram is shared and lock-free (atomic counters). The producer runs in one
-// goroutine started and joined by startProducer. Steady's wave clients (waves.go) are goroutines of their
+// (group.stop). The latency histogram is shared and lock-free (atomic counters). The producers (--producers,
+// producers.go) run on a goroutine each, started and joined by startProducer. Steady's wave clients (waves.go) are goroutines of their
 // own, outside the readers' clients and counters, each bounded by --wave-cut and all joined before the run
 // waits for the readers to catch up; they count frames without parsing them (framecount.go). With
 // --waves-process they run in a child process instead (this tool in --mode=waves, under nice; wavesproc.go),

@@ -21,19 +21,25 @@ type kafka struct {
 }
 
 func newKafka(brokers []string, topic string) (*kafka, error) {
-	cl, err := kgo.NewClient(
+	cl, err := kgo.NewClient(kafkaClientOpts(brokers, topic)...)
+	if err != nil {
+		return nil, fmt.Errorf("kafka client: %w", err)
+	}
+	return &kafka{cl: cl, adm: kadm.NewClient(cl), topic: topic}, nil
+}
+
+// kafkaClientOpts are the options of the run's producing clients: the run's own and those of --producers
+// beyond the first (producers.go).
+func kafkaClientOpts(brokers []string, topic string) []kgo.Opt {
+	return []kgo.Opt{
 		kgo.SeedBrokers(brokers...),
 		kgo.DefaultProduceTopic(topic),
 		kgo.ClientID("ssegate-loadtest"),
 		// Latency is measured from the moment a record is handed to the client, so do not hold records
 		// back to build bigger batches.
 		kgo.ProducerLinger(0),
-		kgo.MaxBufferedRecords(100_000),
-	)
-	if err != nil {
-		return nil, fmt.Errorf("kafka client: %w", err)
+		kgo.MaxBufferedRecords(maxProducerInFlight),
 	}
-	return &kafka{cl: cl, adm: kadm.NewClient(cl), topic: topic}, nil
 }
 
 func (k *kafka) close() { k.cl.Close() }
@@ -108,66 +114,34 @@ func (k *kafka) offsets(lo kadm.ListedOffsets, err error, which string) ([]int64
 
 // warm produces one record synchronously, so that the producer has its connections, metadata and
 // producer id before anything is measured (the first record otherwise waits hundreds of milliseconds).
-func (k *kafka) warm(ctx context.Context) error {
+func (k *kafka) warm(ctx context.Context) error { return warm(ctx, k.cl, k.topic) }
+
+// warm produces one warm-up record to topic through cl and waits for it.
+func warm(ctx context.Context, cl *kgo.Client, topic string) error {
 	r := &kgo.Record{Key: []byte("warm-up"), Value: makeValue(time.Now().UnixNano(), -1, 0)}
-	if err := k.cl.ProduceSync(ctx, r).FirstErr(); err != nil {
-		return fmt.Errorf("produce to %s: %w", k.topic, err)
+	if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
+		return fmt.Errorf("produce to %s: %w", topic, err)
 	}
 	return nil
 }
 
-// produceStats counts what the producer did.
+// produceStats counts what the producers did, all of them together.
 type produceStats struct {
-	sent    atomic.Int64 // handed to the client
+	seq     atomic.Int64 // the next record's seq, shared by the producers so that no two records have the same
+	sent    atomic.Int64 // handed to a client
 	acked   atomic.Int64 // acknowledged by Kafka
 	failed  atomic.Int64 // failed for good
 	lastErr atomic.Pointer[error]
 }
 
-// produce writes records at rate per second (0: as fast as the client takes them) until ctx ends, then
-// flushes. Each value is JSON {"ts":<unix nanos>,"seq":<n>,"pad":"..."} padded to size bytes; keys cycle
-// through keys distinct values.
-func (k *kafka) produce(ctx context.Context, rate float64, size, keys int, st *produceStats) {
-	start := time.Now()
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	// Records are handed over with a context that stopping does not cancel: canceling it would fail the
-	// records still buffered, which were sent as far as the tool's clients can tell.
-	rctx := context.WithoutCancel(ctx)
-	var seq int64
-	done := func(_ *kgo.Record, err error) {
-		if err != nil {
-			st.failed.Add(1)
-			st.lastErr.Store(&err)
-			return
-		}
-		st.acked.Add(1)
+// done counts a record's answer from Kafka: acknowledged, or failed for good with err.
+func (st *produceStats) done(err error) {
+	if err != nil {
+		st.failed.Add(1)
+		st.lastErr.Store(&err)
+		return
 	}
-	for ctx.Err() == nil {
-		n := int64(256) // as fast as possible: the client blocks when its buffer is full
-		if rate > 0 {
-			n = int64(rate*time.Since(start).Seconds()) - seq
-			if n <= 0 {
-				select {
-				case <-ctx.Done():
-				case <-tick.C:
-				}
-				continue
-			}
-		}
-		for ; n > 0 && ctx.Err() == nil; n-- {
-			r := &kgo.Record{
-				Key:   []byte("k-" + strconv.Itoa(int(seq%int64(keys)))),
-				Value: makeValue(time.Now().UnixNano(), seq, size),
-			}
-			k.cl.Produce(rctx, r, done)
-			seq++
-			st.sent.Add(1)
-		}
-	}
-	fctx, cancel := context.WithTimeout(rctx, 30*time.Second)
-	defer cancel()
-	_ = k.cl.Flush(fctx)
+	st.acked.Add(1)
 }
 
 // produceN produces n records synchronously (keys k-0, k-1, ...) and counts them in st.
@@ -181,12 +155,7 @@ func (k *kafka) produceN(ctx context.Context, n, size, keys int, st *produceStat
 	}
 	st.sent.Add(int64(n))
 	for _, pr := range k.cl.ProduceSync(ctx, rs...) {
-		if pr.Err != nil {
-			st.failed.Add(1)
-			st.lastErr.Store(&pr.Err)
-			continue
-		}
-		st.acked.Add(1)
+		st.done(pr.Err)
 	}
 	if st.failed.Load() > 0 {
 		return fmt.Errorf("produce to %s: %d of %d records failed: %w", k.topic, st.failed.Load(), n, *st.lastErr.Load())

@@ -39,14 +39,7 @@ func (r *runner) prefill(ctx context.Context) error {
 	defer cl.Close()
 	t0 := time.Now()
 	var st produceStats
-	done := func(_ *kgo.Record, err error) {
-		if err != nil {
-			st.failed.Add(1)
-			st.lastErr.Store(&err)
-			return
-		}
-		st.acked.Add(1)
-	}
+	done := func(_ *kgo.Record, err error) { st.done(err) }
 	for i := range n {
 		cl.Produce(ctx, &kgo.Record{
 			Partition: int32(i % parts),

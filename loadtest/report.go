@@ -64,6 +64,16 @@ type result struct {
 	Delivered        int64         `json:"delivered"`
 	DeliveriesPerSec float64       `json:"deliveries_per_s"`
 	Latency          *latency      `json:"latency,omitempty"`
+	// Steady: Producers is --producers and ProducerInFlight the records each kept in flight at most;
+	// ProducedPerSec is Produced over Elapsed, the acknowledged rate. CatchUpSeconds is how long after the end
+	// of producing the last reader had every record (CaughtUp false: one never had them within the drain
+	// timeout), and Bound what limited the run by boundOf: gateway, producer or none.
+	Producers        int     `json:"producers,omitempty"`
+	ProducerInFlight int     `json:"producer_in_flight,omitempty"`
+	ProducedPerSec   float64 `json:"produced_per_s,omitempty"`
+	CatchUpSeconds   float64 `json:"catch_up_s,omitempty"`
+	CaughtUp         bool    `json:"caught_up,omitempty"`
+	Bound            string  `json:"bound,omitempty"`
 	// LatencyWindows (steady) is Latency split into windows of --wave-every from the start of producing, the
 	// last running on until every reader caught up; nil when the run has one window.
 	LatencyWindows []*latency `json:"latency_windows,omitempty"`
@@ -286,6 +296,7 @@ func (r *result) summary() string {
 	switch r.Mode {
 	case modeSteady:
 		fmt.Fprintf(&b, " deliveries/s=%.0f", r.DeliveriesPerSec)
+		r.fmtBound(&b)
 		fmtLatency(&b, "", r.Latency)
 		fmtWindows(&b, r.LatencyWindows)
 		if r.Waves != nil {
@@ -358,6 +369,18 @@ func (r *result) summary() string {
 		fmt.Fprintf(&b, " gateway_writes=%d frames/write=%.1f", r.GatewayWrites, r.FramesPerWrite)
 	}
 	return b.String()
+}
+
+// fmtBound writes steady's producers, their acknowledged rate, the readers' catch-up ("-" when one did not
+// catch up within the drain timeout) and what limited the run.
+func (r *result) fmtBound(b *strings.Builder) {
+	fmt.Fprintf(b, " producers=%d produced/s=%.0f", r.Producers, r.ProducedPerSec)
+	if r.CaughtUp {
+		fmt.Fprintf(b, " catch_up=%.2fs", r.CatchUpSeconds)
+	} else {
+		b.WriteString(" catch_up=-")
+	}
+	fmt.Fprintf(b, " bound=%s", r.Bound)
 }
 
 // wavesSummary writes the rest of the waves mode's summary line: the waves' figures and what they cost.

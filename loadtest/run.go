@@ -14,6 +14,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // runner holds one run's state.
@@ -28,6 +30,9 @@ type runner struct {
 	prod    produceStats
 	cps     *checkpoints // resolves compact ids for the trackers
 	res     result
+
+	// extraProducers are the Kafka clients of --producers beyond the first, which produces on k's.
+	extraProducers []*kgo.Client
 
 	// endsClean is set once the server has been told to end its streams (the floor's stop): from then on, a
 	// stream that reaches the end of its body has ended as it should, not failed.
@@ -93,6 +98,7 @@ func run(ctx context.Context, cfg config) (result, error) {
 	}
 	defer k.close()
 	r.k = k
+	defer r.closeProducers()
 	if err := r.prepare(ctx); err != nil {
 		return r.res, err
 	}
@@ -129,8 +135,9 @@ func run(ctx context.Context, cfg config) (result, error) {
 	return r.res, err
 }
 
-// prepare gets Kafka and the gateways ready for a run: the topic made (--create-topic), the producer warmed
-// up (but in the waves mode, which produces nothing), every gateway ready, and the backlog written (--prefill-records).
+// prepare gets Kafka and the gateways ready for a run: the topic made (--create-topic), the producers made
+// and warmed up (but in the waves mode, which produces nothing), every gateway ready, and the backlog written
+// (--prefill-records).
 func (r *runner) prepare(ctx context.Context) error {
 	if r.cfg.CreateTopic {
 		tctx, cancel := context.WithTimeout(ctx, 60*time.Second)
@@ -146,6 +153,11 @@ func (r *runner) prepare(ctx context.Context) error {
 		err := r.k.warm(wctx)
 		cancel()
 		if err != nil {
+			return err
+		}
+	}
+	if producesAtRate(r.cfg.Mode) {
+		if err := r.openProducers(ctx); err != nil {
 			return err
 		}
 	}
@@ -387,20 +399,6 @@ func errString(err error) string {
 		return ""
 	}
 	return err.Error()
-}
-
-// startProducer produces until the returned stop function is called; stop waits for the producer's flush.
-func (r *runner) startProducer(ctx context.Context) (stop func()) {
-	pctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		r.k.produce(pctx, r.cfg.Rate, r.cfg.Size, r.cfg.Keys, &r.prod)
-	}()
-	return func() {
-		cancel()
-		<-done
-	}
 }
 
 // measureRSS records the gateways' RSS per open connection, from a sample taken before connecting.

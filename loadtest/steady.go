@@ -40,15 +40,23 @@ func (r *runner) steady(ctx context.Context) error {
 	sleep(ctx, r.cfg.Duration)
 	stop()
 	m.f1, m.t1 = r.sh.frames.Load(), time.Now()
+	// Every record is acknowledged now: the readers' catch-up is timed from here to the topic's end offsets.
+	ends, err := r.k.endOffsets(ctx)
+	if err == nil {
+		setCatchUpTargets(r.clients, ends)
+	}
 	if waitWaves != nil {
 		// The last wave came before producing stopped: its clients hang up within --wave-cut of it.
 		r.res.Waves = waitWaves()
 	}
 	stopWindows()
-	ends, err := r.waitCaughtUp(ctx, r.clients)
 	if err != nil {
 		return err
 	}
+	if err := r.waitLevel(ctx, r.clients, ends); err != nil {
+		return err
+	}
+	m.catchUp, m.caughtUp = catchUp(r.clients, m.t1, time.Now())
 	if m.p1, err = r.procs(); err != nil {
 		return err
 	}
@@ -62,11 +70,14 @@ func (r *runner) steady(ctx context.Context) error {
 }
 
 // steadyMarks are steady's readings at the start of producing (0), at its end (1) and once every reader
-// caught up (2): the gateways' and the tool's process samples and the frames received.
+// caught up (2): the gateways' and the tool's process samples and the frames received; and how long after
+// the end of producing the last reader caught up (catchUp), caughtUp false when one did not.
 type steadyMarks struct {
 	p0, p1, s0, s1 procSample
 	f0, f1, f2     int64
 	t0, t1         time.Time
+	catchUp        time.Duration
+	caughtUp       bool
 }
 
 // steadyResult fills the result of a steady run from its marks, its latency windows and the topic's end
@@ -83,6 +94,11 @@ func (r *runner) steadyResult(m steadyMarks, win *latencyWindows, ends []int64) 
 	r.res.Latency = latencyOf(win.total())
 	r.res.LatencyWindows = win.latencies()
 	r.produced()
+	r.res.Producers = r.cfg.Producers
+	r.res.ProducerInFlight = r.cfg.producerWindow()
+	r.res.ProducedPerSec = float64(r.res.Produced) / r.res.Elapsed.Seconds()
+	r.res.CatchUpSeconds, r.res.CaughtUp = m.catchUp.Seconds(), m.caughtUp
+	r.res.Bound = boundOf(r.cfg.Rate, r.res.ProducedPerSec, m.catchUp, m.caughtUp)
 	r.res.ConnErrors = r.sh.connErrs.Load()
 	r.account(r.clients, ends)
 	if f := r.sh.frames.Load(); f > 0 {
