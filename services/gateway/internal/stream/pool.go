@@ -157,14 +157,13 @@ func (pl *pool) detach(c *conn) bool {
 	return true
 }
 
-// attach makes net's wrapper again for a connection a writer let go of, and closes the duplicate. It fails
-// when the pool is closing or net refuses the descriptor.
+// attach makes net's wrapper again for a connection a writer let go of, and closes the duplicate it kept. It
+// fails when the pool is closing or net refuses the descriptor; c.fd is then still the connection's.
 func (pl *pool) attach(c *conn) error {
-	nc, f, err := fdConn(c.fd)
+	nc, err := fdConn(c.fd)
 	if err != nil {
-		return err
+		return err // c.fd is still the connection's: the stream's end closes it
 	}
-	defer func() { _ = f.Close() }() // the duplicate, once nc has one of its own
 	sc, ok := nc.(syscall.Conn)
 	var rc syscall.RawConn
 	if ok {
@@ -176,14 +175,15 @@ func (pl *pool) attach(c *conn) error {
 	}
 	var fd int32
 	_ = rc.Control(func(d uintptr) { fd = int32(d) }) //nolint:gosec // a file descriptor fits an int32
-	pl.hang.rebind(c, fd)
+	old := c.fd
+	pl.hang.rebind(c, fd) // before the old descriptor closes: its number may be reused at once
+	closeFD(old)
 	pl.mu.Lock()
 	closing := pl.closing
 	c.raw.nc, c.raw.rc = nc, rc
 	pl.mu.Unlock()
 	if closing {
-		_ = nc.Close() // Close found no net.Conn to close
-		return net.ErrClosed
+		return net.ErrClosed // the stream ends, which closes nc after the watcher let go of its descriptor
 	}
 	return nil
 }

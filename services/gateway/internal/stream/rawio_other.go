@@ -5,7 +5,6 @@ package stream
 import (
 	"errors"
 	"net"
-	"os"
 	"syscall"
 )
 
@@ -38,8 +37,8 @@ func dupConn(syscall.RawConn) (int32, error) {
 	return -1, errors.New("stream: detached connections are not supported on this platform")
 }
 
-func fdConn(int32) (net.Conn, *os.File, error) {
-	return nil, nil, errors.New("stream: detached connections are not supported on this platform")
+func fdConn(int32) (net.Conn, error) {
+	return nil, errors.New("stream: detached connections are not supported on this platform")
 }
 
 func closeFD(int32) {}

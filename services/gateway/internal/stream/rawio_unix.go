@@ -165,29 +165,35 @@ func (r *rawIO) peerClosedFD(fd int32) bool {
 // dupConn returns a duplicate of rc's descriptor, closed on exec. The duplicate shares the socket and its
 // flags (non-blocking, as net set it).
 func dupConn(rc syscall.RawConn) (int32, error) {
-	dup, derr := -1, error(nil)
-	err := rc.Control(func(fd uintptr) {
-		syscall.ForkLock.RLock()
-		defer syscall.ForkLock.RUnlock()
-		if dup, derr = syscall.Dup(int(fd)); derr == nil { //nolint:gosec // a file descriptor fits an int
-			syscall.CloseOnExec(dup)
-		}
-	})
+	dup, derr := int32(-1), error(nil)
+	err := rc.Control(func(fd uintptr) { dup, derr = dupCloexec(int(fd)) }) //nolint:gosec // a file descriptor fits an int
 	if err == nil {
 		err = derr
 	}
-	return int32(dup), err //nolint:gosec // a file descriptor fits an int32
+	return dup, err
 }
 
-// fdConn returns a net.Conn of a duplicate of fd (net registers its own duplicate with its poller) and the
-// File holding fd, which the caller closes once it no longer needs fd.
-func fdConn(fd int32) (net.Conn, *os.File, error) {
-	f := os.NewFile(uintptr(fd), "")
-	nc, err := net.FileConn(f)
+func dupCloexec(fd int) (int32, error) {
+	syscall.ForkLock.RLock()
+	defer syscall.ForkLock.RUnlock()
+	dup, err := syscall.Dup(fd)
 	if err != nil {
-		return nil, f, err
+		return -1, err
 	}
-	return nc, f, nil
+	syscall.CloseOnExec(dup)
+	return int32(dup), nil //nolint:gosec // a file descriptor fits an int32
+}
+
+// fdConn returns a net.Conn of a duplicate of fd of its own (net registers it with its poller); fd stays the
+// caller's, whatever happens.
+func fdConn(fd int32) (net.Conn, error) {
+	dup, err := dupCloexec(int(fd))
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(dup), "") // owns dup; net.FileConn makes its own duplicate of it
+	defer func() { _ = f.Close() }()
+	return net.FileConn(f)
 }
 
 // closeFD closes the descriptor of a detached connection.
