@@ -2,6 +2,8 @@ package auth
 
 import (
 	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -64,6 +66,9 @@ func TestJWKSRotation(t *testing.T) {
 	v := newVerifier(t, Config{Algorithms: []string{"RS256"}, JWKSURL: srv.URL, Refresh: time.Hour})
 	t1 := sign(t, jwt.SigningMethodRS256, k.rsa, baseClaims(), map[string]any{"kid": "k1"})
 	t2 := sign(t, jwt.SigningMethodRS256, k.rsa2, baseClaims(), map[string]any{"kid": "k2"})
+	// Run's first fetch first: a token verified before it would ask for a refresh of its own, and the
+	// rotation's refresh below would then fall within UnknownKeyRefreshGap of it.
+	waitFor(t, "the first fetch", func() bool { return v.url.keys() != nil })
 	if _, err := v.Verify(t.Context(), t1); err != nil {
 		t.Fatalf("k1 before the rotation: %v", err)
 	}
@@ -125,5 +130,50 @@ func TestJWKSFile(t *testing.T) {
 	waitFor(t, "the new file", func() bool { _, err := v.Verify(t.Context(), h2); return err == nil })
 	if r, _ := ReasonOf(verifyErr(t, v, h1)); r != ReasonUnknownKey {
 		t.Fatalf("h1 after the rotation: %v", r)
+	}
+}
+
+// TestUnknownKidWaitsForItsOwnRefresh: a token naming a new kid that arrives while a fetch is under way,
+// one that read the key set before the rotation, is verified by the refresh it asked for, not refused when
+// the stale one ends.
+func TestUnknownKidWaitsForItsOwnRefresh(t *testing.T) {
+	k := keys(t)
+	oldSet, newSet := jwksJSON(t, jwk(t, k.rsa, "k1", jwkset.AlgRS256)), jwksJSON(t, jwk(t, k.rsa2, "k2", jwkset.AlgRS256))
+	var fetches atomic.Int32
+	read, release := make(chan struct{}), make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		body := newSet
+		if fetches.Add(1) == 1 {
+			body = oldSet // Run's first fetch reads the set before the rotation, and is slow to answer
+			close(read)
+			<-release
+		}
+		w.Header().Set("Content-Type", "application/jwk-set+json")
+		_, _ = w.Write(body)
+	}))
+	defer srv.Close()
+	defer func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	}()
+	v := newVerifier(t, Config{Algorithms: []string{"RS256"}, JWKSURL: srv.URL, Refresh: time.Hour})
+	<-read
+	t2 := sign(t, jwt.SigningMethodRS256, k.rsa2, baseClaims(), map[string]any{"kid": "k2"})
+	verified := make(chan error, 1)
+	go func() {
+		_, err := v.Verify(t.Context(), t2)
+		verified <- err
+	}()
+	waitFor(t, "the verification to ask for a refresh", func() bool {
+		v.mu.Lock()
+		defer v.mu.Unlock()
+		return v.asked == 1
+	})
+	close(release)
+	if err := <-verified; err != nil {
+		t.Fatalf("a token of the new key, asked about during a fetch of the old set: %v", err)
 	}
 }

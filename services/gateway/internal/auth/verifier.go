@@ -72,6 +72,10 @@ type Verifier struct {
 	kick  chan struct{} // asks Run for a refresh (a token named an unknown kid)
 	mu    sync.Mutex
 	round chan struct{} // closed when the refresh in progress (or the next one) ends
+	// asked counts the refreshes verifications asked for; served is the count Run had taken when its last
+	// round in answer to them ended. A verification waits until served reaches its ask: a round that was
+	// under way when it asked (Run's first fetch, a periodic one) may have read the set before the rotation.
+	asked, served uint64
 }
 
 // New checks cfg, reads every key file once (a file that cannot be read or used is an error) and returns a
@@ -221,18 +225,32 @@ func (v *Verifier) Run(ctx context.Context) {
 		case <-tick.C:
 			v.refresh(ctx)
 		case <-v.kick:
+			v.mu.Lock()
+			asked := v.asked // every ask up to now is answered by this round
+			v.mu.Unlock()
 			if !kicked.IsZero() && time.Since(kicked) < UnknownKeyRefreshGap {
-				v.endRound() // nothing new: the waiting verifications refuse their kid at once
+				v.endRound(asked) // nothing new: the waiting verifications refuse their kid at once
 				continue
 			}
 			kicked = time.Now()
-			v.refresh(ctx)
+			v.reload(ctx)
+			v.endRound(asked)
 		}
 	}
 }
 
-// refresh loads every source again, then wakes the verifications waiting for it.
+// refresh loads every source again, then wakes the verifications waiting for it (those that asked for a
+// refresh of their own wait on).
 func (v *Verifier) refresh(ctx context.Context) {
+	v.reload(ctx)
+	v.mu.Lock()
+	served := v.served
+	v.mu.Unlock()
+	v.endRound(served)
+}
+
+// reload loads every source again.
+func (v *Verifier) reload(ctx context.Context) {
 	for _, s := range v.sources {
 		changed, err := s.load(ctx, v.log)
 		switch {
@@ -242,12 +260,13 @@ func (v *Verifier) refresh(ctx context.Context) {
 			v.log.Info("auth keys loaded", "setting", s.setting)
 		}
 	}
-	v.endRound()
 }
 
-// endRound wakes the verifications waiting for the current refresh round.
-func (v *Verifier) endRound() {
+// endRound wakes the verifications waiting for the current refresh round, which answered the asks up to
+// served.
+func (v *Verifier) endRound(served uint64) {
 	v.mu.Lock()
+	v.served = max(v.served, served)
 	close(v.round)
 	v.round = make(chan struct{})
 	v.mu.Unlock()
@@ -256,18 +275,30 @@ func (v *Verifier) endRound() {
 // awaitRefresh asks Run for a refresh and waits for it, at most unknownKeyWait or until ctx ends.
 func (v *Verifier) awaitRefresh(ctx context.Context) {
 	v.mu.Lock()
-	round := v.round
+	v.asked++
+	ask, round := v.asked, v.round
 	v.mu.Unlock()
 	select {
 	case v.kick <- struct{}{}:
-	default: // a refresh is asked for already
+	default: // a refresh is asked for already; Run takes this ask with it
 	}
 	t := time.NewTimer(unknownKeyWait)
 	defer t.Stop()
-	select {
-	case <-round:
-	case <-t.C:
-	case <-ctx.Done():
+	for {
+		select {
+		case <-round:
+		case <-t.C:
+			return
+		case <-ctx.Done():
+			return
+		}
+		v.mu.Lock()
+		done := v.served >= ask
+		round = v.round
+		v.mu.Unlock()
+		if done {
+			return
+		}
 	}
 }
 
