@@ -40,7 +40,10 @@ fi
 # signal comes, then stop both and wait for them.
 pids=()
 stop() {
-	trap - TERM INT EXIT
+	# While stopping, a signal changes nothing: Ctrl-C reaches the demo and the gateway too, and one of
+	# them ending first makes this stop run from the wait below, with the shell's own SIGINT still to come.
+	trap '' TERM INT
+	trap - EXIT
 	[ ${#pids[@]} -eq 0 ] || kill -TERM "${pids[@]}" 2>/dev/null || true
 	wait 2>/dev/null || true
 }
