@@ -81,9 +81,9 @@ func (pl *pool) serve(c *conn, nc net.Conn, head []byte, p Params) CloseReason {
 	c.raw = &rawSink{nc: nc, head: head}
 	c.out = c.raw
 	c.fd = -1
-	if sc, ok := nc.(syscall.Conn); ok && canWriteNow {
-		if rc, err := sc.SyscallConn(); err == nil {
-			c.raw.rc = rc
+	if canWriteNow {
+		if rc, fd, ok := rawConn(nc); ok {
+			c.raw.rc, c.fd = rc, fd
 		}
 	}
 	pl.mu.Lock()
@@ -98,7 +98,6 @@ func (pl *pool) serve(c *conn, nc net.Conn, head []byte, p Params) CloseReason {
 		return ReasonShutdown
 	}
 	if c.raw.rc != nil {
-		_ = c.raw.rc.Control(func(fd uintptr) { c.fd = int32(fd) }) //nolint:gosec // a file descriptor fits an int32
 		pl.hang.add(c)
 	}
 	reason := c.run(c.runContext(), p)
@@ -164,17 +163,11 @@ func (pl *pool) attach(c *conn) error {
 	if err != nil {
 		return err // c.fd is still the connection's: the stream's end closes it
 	}
-	sc, ok := nc.(syscall.Conn)
-	var rc syscall.RawConn
-	if ok {
-		rc, err = sc.SyscallConn()
-	}
-	if !ok || err != nil {
+	rc, fd, ok := rawConn(nc)
+	if !ok {
 		_ = nc.Close()
 		return errors.New("stream: a connection made from a descriptor offers no raw access")
 	}
-	var fd int32
-	_ = rc.Control(func(d uintptr) { fd = int32(d) }) //nolint:gosec // a file descriptor fits an int32
 	old := c.fd
 	pl.hang.rebind(c, fd) // before the old descriptor closes: its number may be reused at once
 	closeFD(old)
@@ -186,6 +179,23 @@ func (pl *pool) attach(c *conn) error {
 		return net.ErrClosed // the stream ends, which closes nc after the watcher let go of its descriptor
 	}
 	return nil
+}
+
+// rawConn returns nc's raw access and its descriptor, for writes without net (and parking); ok is false when
+// nc offers none.
+func rawConn(nc net.Conn) (rc syscall.RawConn, fd int32, ok bool) {
+	sc, ok := nc.(syscall.Conn)
+	if !ok {
+		return nil, -1, false
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return nil, -1, false
+	}
+	if err := rc.Control(func(d uintptr) { fd = int32(d) }); err != nil { //nolint:gosec // a file descriptor fits an int32
+		return nil, -1, false
+	}
+	return rc, fd, true
 }
 
 // watch starts, once per ring, the goroutine that tells the writers about publishes.
