@@ -329,6 +329,24 @@ func (r *runner) procs() (procSample, error) {
 	return sampleProcs("/proc", r.cfg.GatewayPIDs)
 }
 
+// cpuMark is the gateway's and the tool's CPU at one moment, the start or the end of what a mode measures.
+type cpuMark struct{ gateway, tool procSample }
+
+func (r *runner) markCPU() (cpuMark, error) {
+	g, err := r.procs()
+	if err != nil {
+		return cpuMark{}, err
+	}
+	t, err := self()
+	return cpuMark{gateway: g, tool: t}, err
+}
+
+// chargeCPU records the CPU the gateway and the tool took from m0 to m1.
+func (r *runner) chargeCPU(m0, m1 cpuMark) {
+	r.res.GatewayCPUSeconds = m1.gateway.CPUSeconds - m0.gateway.CPUSeconds
+	r.res.ToolCPUSeconds = m1.tool.CPUSeconds - m0.tool.CPUSeconds
+}
+
 // waitCaughtUp waits until every listed client has everything below the topic's end offsets, or the drain
 // timeout passes, and returns those end offsets.
 func (r *runner) waitCaughtUp(ctx context.Context, cs []*client) ([]int64, error) {

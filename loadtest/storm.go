@@ -48,11 +48,7 @@ func (r *runner) storm(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	p0, err := r.procs()
-	if err != nil {
-		return err
-	}
-	s0, err := self()
+	cpu0, err := r.markCPU()
 	if err != nil {
 		return err
 	}
@@ -112,16 +108,11 @@ func (r *runner) storm(ctx context.Context) error {
 	}
 	d := gw1.sub(gw0)
 	r.res.Gateway = &d
-	p1, err := r.procs()
+	cpu1, err := r.markCPU()
 	if err != nil {
 		return err
 	}
-	s1, err := self()
-	if err != nil {
-		return err
-	}
-	r.res.GatewayCPUSeconds = p1.CPUSeconds - p0.CPUSeconds
-	r.res.ToolCPUSeconds = s1.CPUSeconds - s0.CPUSeconds
+	r.chargeCPU(cpu0, cpu1)
 
 	if stop != nil {
 		stop()

@@ -39,27 +39,18 @@ func (r *runner) wavesMode(ctx context.Context) error {
 	if t0.IsZero() {
 		t0 = time.Now()
 	}
-	p0, err := r.procs()
-	if err != nil {
-		return err
-	}
-	s0, err := self()
+	cpu0, err := r.markCPU()
 	if err != nil {
 		return err
 	}
 	st := r.waveSchedule().run(ctx, t0)
-	p1, err := r.procs()
-	if err != nil {
-		return err
-	}
-	s1, err := self()
+	cpu1, err := r.markCPU()
 	if err != nil {
 		return err
 	}
 	r.res.Waves = st
 	r.res.Elapsed = time.Since(t0)
-	r.res.GatewayCPUSeconds = p1.CPUSeconds - p0.CPUSeconds
-	r.res.ToolCPUSeconds = s1.CPUSeconds - s0.CPUSeconds
+	r.chargeCPU(cpu0, cpu1)
 	return nil
 }
 
