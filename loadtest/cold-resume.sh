@@ -14,14 +14,15 @@
 # a topic that appears later only at its next refresh, up to 20 s later, and a resume before that would pay
 # for the topic's metadata and a connection to its leader. Each measured gateway's log is kept as
 # .run/cold-resume-p<P>-gateway.log. Prints the tool's summary line for each partition count, or a line
-# saying that a run failed; the exit status is 1 when any run failed.
+# saying that a run failed; the exit status is 1 when any run failed. COLD_RESUME_PARTITIONS (default "1 3
+# 12") picks the partition counts.
 set -uo pipefail
 
 cd "$(dirname "$0")/.."
 : "${KAFKA_BROKERS:?KAFKA_BROKERS is not set: run under pkg/kafkatest/with-services.sh}"
 export SSEGATE_RING_BYTES=64KiB SSEGATE_PREFILL=0
 rc=0
-for p in 1 3 12; do
+for p in ${COLD_RESUME_PARTITIONS:-1 3 12}; do
 	topic=resume-p$p-$(date +%s)
 	echo "cold-resume: $p partitions, topic $topic" >&2
 	if ! LOADTEST_TOPIC=$topic timeout 120 loadtest/local.sh --mode=idle --partitions="$p" --connections=1 \

@@ -41,6 +41,27 @@ type sizedLog interface {
 	FetchMax(ctx context.Context, topic string, partition int32, offset int64, maxBytes int32) (recs []*kgo.Record, next int64, err error)
 }
 
+// batchLog is a sizedLog that can send the first fetches of several partitions of a topic together, one
+// request to each partition's leader: a resume of many partitions needs every partition's first records for
+// its first frame, and a broker answers one request of twelve partitions sooner than twelve requests of one.
+type batchLog interface {
+	sizedLog
+	// FetchFirsts does the fetches of fs (all of topic) as FetchMax would, each with one attempt: it sets each
+	// one's Recs and Next, or its Err (a fetch that failed is done again on its own, with FetchMax's retries).
+	FetchFirsts(ctx context.Context, topic string, fs []FirstFetch)
+}
+
+// FirstFetch is one partition's fetch in a FetchFirsts: what it asks for, then what it got.
+type FirstFetch struct {
+	Partition int32
+	Offset    int64
+	MaxBytes  int32
+
+	Recs []*kgo.Record
+	Next int64
+	Err  error
+}
+
 // firstFetchBytes is what the first fetch of a block asks for: a few hundred small records. A read of several
 // partitions asks each for its share of it, at least minFirstFetchBytes: its first record needs the first
 // fetch of every partition (records go out in timestamp order), answered and decoded on the same cores, and

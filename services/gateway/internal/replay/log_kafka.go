@@ -149,6 +149,44 @@ func (l *KafkaLog) fetchOnce(ctx context.Context, topic string, partition int32,
 	if err != nil {
 		return nil, offset, err
 	}
+	f := []FirstFetch{{Partition: partition, Offset: offset, MaxBytes: maxBytes}}
+	l.fetchFrom(ctx, cl, leader, topic, topicID, f)
+	return f[0].Recs, f[0].Next, f[0].Err
+}
+
+// FetchFirsts implements batchLog: one FetchRequest to each leader of the partitions of fs, through the client
+// of the leader's number (the clients' connections to a broker are the same; the others' fetches follow).
+func (l *KafkaLog) FetchFirsts(ctx context.Context, topic string, fs []FirstFetch) {
+	byLeader := map[int32][]int{} // leader -> indexes in fs
+	var topicID [16]byte
+	for i := range fs {
+		leader, id, err := l.leader(ctx, l.cls[0], topic, fs[i].Partition, false)
+		if err != nil {
+			fs[i].Next, fs[i].Err = fs[i].Offset, err
+			continue
+		}
+		topicID = id
+		byLeader[leader] = append(byLeader[leader], i)
+	}
+	var wg sync.WaitGroup
+	for leader, idx := range byLeader {
+		wg.Go(func() {
+			batch := make([]FirstFetch, len(idx))
+			for j, i := range idx {
+				batch[j] = fs[i]
+			}
+			l.fetchFrom(ctx, l.cls[int(leader)%len(l.cls)], leader, topic, topicID, batch)
+			for j, i := range idx {
+				fs[i] = batch[j]
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// fetchFrom sends the fetches of fs, all led by leader, as one FetchRequest and decodes each partition's answer
+// into its FirstFetch.
+func (l *KafkaLog) fetchFrom(ctx context.Context, cl *kgo.Client, leader int32, topic string, topicID [16]byte, fs []FirstFetch) {
 	req := kmsg.NewPtrFetchRequest()
 	req.ReplicaID = -1
 	req.MaxWaitMillis = int32(fetchMaxWait / time.Millisecond)
@@ -158,45 +196,64 @@ func (l *KafkaLog) fetchOnce(ctx context.Context, topic string, partition int32,
 	req.SessionEpoch = -1  // no fetch session: every fetch stands alone
 	rt := kmsg.NewFetchRequestTopic()
 	rt.Topic, rt.TopicID = topic, topicID
-	rp := kmsg.NewFetchRequestTopicPartition()
-	rp.Partition = partition
-	rp.FetchOffset = offset
-	rp.CurrentLeaderEpoch = -1
-	rp.LogStartOffset = -1
-	rp.PartitionMaxBytes = maxBytes
-	rt.Partitions = append(rt.Partitions, rp)
+	for i := range fs {
+		fs[i].Next, fs[i].Err = fs[i].Offset, nil
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition = fs[i].Partition
+		rp.FetchOffset = fs[i].Offset
+		rp.CurrentLeaderEpoch = -1
+		rp.LogStartOffset = -1
+		rp.PartitionMaxBytes = fs[i].MaxBytes
+		rt.Partitions = append(rt.Partitions, rp)
+	}
 	req.Topics = append(req.Topics, rt)
+	fail := func(err error) {
+		for i := range fs {
+			fs[i].Err = fmt.Errorf("replay: fetch %s/%d at %d: %w", topic, fs[i].Partition, fs[i].Offset, err)
+		}
+	}
 	kresp, err := cl.Broker(int(leader)).Request(ctx, req)
 	if err != nil {
-		return nil, offset, fmt.Errorf("replay: fetch %s/%d at %d: %w", topic, partition, offset, err)
+		fail(err)
+		return
 	}
 	resp, _ := kresp.(*kmsg.FetchResponse)
 	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
-		return nil, offset, fmt.Errorf("replay: fetch %s/%d at %d: %w", topic, partition, offset, err)
+		fail(err)
+		return
 	}
-	for i := range resp.Topics {
-		for j := range resp.Topics[i].Partitions {
-			got := &resp.Topics[i].Partitions[j]
-			if got.Partition != partition {
-				continue
-			}
-			if err := kerr.ErrorForCode(got.ErrorCode); err != nil {
-				if errors.Is(err, kerr.OffsetOutOfRange) && l.belowStart(ctx, topic, partition, offset) {
-					return nil, offset, &OutOfRangeError{Partition: partition, Offset: offset}
+	for i := range fs {
+		fs[i].Err = fmt.Errorf("replay: fetch %s/%d at %d: %w", topic, fs[i].Partition, fs[i].Offset, kerr.UnknownTopicOrPartition)
+	}
+	for t := range resp.Topics {
+		for j := range resp.Topics[t].Partitions {
+			got := &resp.Topics[t].Partitions[j]
+			for i := range fs {
+				if fs[i].Partition == got.Partition {
+					fs[i].Recs, fs[i].Next, fs[i].Err = l.decode(ctx, topic, got, fs[i].Offset)
 				}
-				return nil, offset, fmt.Errorf("replay: fetch %s/%d at %d: %w", topic, partition, offset, err)
 			}
-			fp, next := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{
-				Offset: offset, IsolationLevel: kgo.ReadCommitted(), Topic: topic, Partition: partition,
-			}, got, l.decompressor, nil)
-			if fp.Err != nil {
-				return nil, offset, fmt.Errorf("replay: decode %s/%d at %d: %w", topic, partition, offset, fp.Err)
-			}
-			l.learn(topic, len(got.RecordBatches), len(fp.Records))
-			return fp.Records, max(next, offset), nil
 		}
 	}
-	return nil, offset, fmt.Errorf("replay: fetch %s/%d at %d: %w", topic, partition, offset, kerr.UnknownTopicOrPartition)
+}
+
+// decode returns the records of a partition's fetch answer from offset on and the offset to fetch next.
+func (l *KafkaLog) decode(ctx context.Context, topic string, got *kmsg.FetchResponseTopicPartition, offset int64) ([]*kgo.Record, int64, error) {
+	partition := got.Partition
+	if err := kerr.ErrorForCode(got.ErrorCode); err != nil {
+		if errors.Is(err, kerr.OffsetOutOfRange) && l.belowStart(ctx, topic, partition, offset) {
+			return nil, offset, &OutOfRangeError{Partition: partition, Offset: offset}
+		}
+		return nil, offset, fmt.Errorf("replay: fetch %s/%d at %d: %w", topic, partition, offset, err)
+	}
+	fp, next := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{
+		Offset: offset, IsolationLevel: kgo.ReadCommitted(), Topic: topic, Partition: partition,
+	}, got, l.decompressor, nil)
+	if fp.Err != nil {
+		return nil, offset, fmt.Errorf("replay: decode %s/%d at %d: %w", topic, partition, offset, fp.Err)
+	}
+	l.learn(topic, len(got.RecordBatches), len(fp.Records))
+	return fp.Records, max(next, offset), nil
 }
 
 // leader returns the partition's leader and the topic's id, from metadata no older than a minute (refresh:

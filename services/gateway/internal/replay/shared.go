@@ -29,14 +29,15 @@ func (p *Pool) blockAt(topic string, epoch uint64, partition int32, from, upto i
 
 // launch registers a new flight for key under p.mu, unless one is under way, and starts it under ctx. span is
 // the starting connection's block span, ended when the flight lands; nil starts one (from ctx) only when a
-// flight is started. It returns the flight under way and whether this call started it.
-func (p *Pool) launch(ctx context.Context, key blockKey, from, to int64, first int32, span trace.Span) (*flight, bool) {
+// flight is started. A flight started with a batch has its first fetch sent with the batch's. It returns the flight under way and whether this call started it.
+func (p *Pool) launch(ctx context.Context, key blockKey, from, to int64, first int32, span trace.Span, batch *firstBatch) (*flight, bool) {
 	p.mu.Lock()
 	if f := p.flights[key]; f != nil {
 		p.mu.Unlock()
 		return f, false
 	}
 	f := newFlight(from, to, first)
+	f.answer = batch.add(key.partition, from, first)
 	p.flights[key] = f
 	p.mu.Unlock()
 	if span == nil {
@@ -69,13 +70,14 @@ func otherFailed(err error, x int64) bool {
 // start, to and done never change; b and err are written before done is closed. bytes is the flight's own.
 // The rest is guarded by mu.
 type flight struct {
-	start int64         // the first offset published
-	to    int64         // the published part ends once the log has passed to
-	first int32         // what its first fetch asks for (firstBytes)
-	done  chan struct{} // closed when the flight has landed
-	b     *block        // the block as cached, set when the flight landed without error
-	err   error         // why the published part failed
-	bytes atomic.Int64  // bytes of the copies read so far (both parts), counted in the cache's flying bytes
+	start  int64         // the first offset published
+	to     int64         // the published part ends once the log has passed to
+	first  int32         // what its first fetch asks for (firstBytes)
+	answer *firstAnswer  // the first fetch's answer when it went out in a batch (the flight goroutine's)
+	done   chan struct{} // closed when the flight has landed
+	b      *block        // the block as cached, set when the flight landed without error
+	err    error         // why the published part failed
+	bytes  atomic.Int64  // bytes of the copies read so far (both parts), counted in the cache's flying bytes
 
 	mu     sync.Mutex
 	recs   []*kgo.Record // published records, offsets start and up, in offset order
@@ -262,12 +264,8 @@ func (p *Pool) ReadWith(ctx context.Context, topic string, epoch uint64, ranges 
 			cs = append(cs, &cursor{partition: r.Partition, next: r.After + 1, upto: r.Upto})
 		}
 	}
-	// The first record needs the head of every partition: start the reads of all first blocks before
-	// waiting for any.
-	for _, c := range cs {
-		if err := rd.find(c); err != nil {
-			return err
-		}
+	if err := rd.findAll(cs); err != nil {
+		return err
 	}
 	heads := make([]*kgo.Record, len(cs))
 	for i, c := range cs {
@@ -326,15 +324,33 @@ type reading struct {
 	epoch uint64
 	waits Waits
 	first int32 // what the first fetch of a block this read starts asks for
+	// batch gathers the first fetches of the blocks the read starts at once, before it waits for any.
+	batch *firstBatch
 	// started are the done channels of the flights this read started: a read ends once they have landed in
 	// the cache. Not the flights: a read keeps only the block each cursor is reading, not every block it read.
 	started []<-chan struct{}
 }
 
+// findAll points every cursor at its first block. The first record needs the head of every partition: the
+// reads of all first blocks start, and their first fetches go out together, before the read waits for any.
+func (rd *reading) findAll(cs []*cursor) error {
+	rd.batch = rd.p.newBatch(rd.ctx, rd.topic)
+	defer func() {
+		rd.batch.send()
+		rd.batch = nil
+	}()
+	for _, c := range cs {
+		if err := rd.find(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // find points the cursor at the block holding its next offset.
 func (rd *reading) find(c *cursor) error {
 	key, end := rd.p.blockAt(rd.topic, rd.epoch, c.partition, c.next, c.upto)
-	s, err := rd.p.source(rd.ctx, key, c.next, end, rd.waits, rd.first)
+	s, err := rd.p.source(rd.ctx, key, c.next, end, rd.waits, rd.first, rd.batch)
 	if err != nil {
 		return err
 	}
@@ -381,7 +397,7 @@ func (rd *reading) head(c *cursor) (*kgo.Record, error) {
 // source returns where to read the block of key, holding at least offsets [from, to]: the cache, another
 // connection's read of it that started at or before from, or a new read from Kafka. It waits only for a read
 // of the block under way that started after from (it is cached when it lands, before from too).
-func (p *Pool) source(ctx context.Context, key blockKey, from, to int64, w Waits, first int32) (source, error) {
+func (p *Pool) source(ctx context.Context, key blockKey, from, to int64, w Waits, first int32, batch *firstBatch) (source, error) {
 	ctx, span := p.cfg.Tracer.Start(ctx, spanBlock)
 	for {
 		if b, ok := p.cache.get(key); ok && b.covers(from, to) {
@@ -389,7 +405,7 @@ func (p *Pool) source(ctx context.Context, key blockKey, from, to int64, w Waits
 			endBlockSpan(span, key, from, to, servedCache, b, nil)
 			return source{b: b}, nil
 		}
-		f, mine := p.launch(ctx, key, from, to, first, span)
+		f, mine := p.launch(ctx, key, from, to, first, span, batch)
 		if mine {
 			return source{f: f, mine: true}, nil
 		}
@@ -398,6 +414,7 @@ func (p *Pool) source(ctx context.Context, key blockKey, from, to int64, w Waits
 			f.join(key, flightSpan{span, from, to, servedShared})
 			return source{f: f}, nil
 		}
+		batch.send() // the flights started before this one must not wait for this wait
 		err := w.before()
 		if err == nil {
 			err = keepAlive(ctx, w.Interval, w.Idle, func(tick <-chan time.Time) (bool, error) {
@@ -515,7 +532,7 @@ func (p *Pool) readRange(ctx context.Context, key blockKey, f *flight, from, to,
 		var next int64
 		var err error
 		if first {
-			recs, next, err = sized.FetchMax(ctx, key.topic, key.partition, off, f.first)
+			recs, next, err = p.firstFetch(ctx, key, f, off, sized)
 			first = false
 		} else {
 			recs, next, err = p.log.Fetch(ctx, key.topic, key.partition, off)
@@ -567,6 +584,8 @@ func (p *Pool) keep(out []*kgo.Record, f *flight, recs []*kgo.Record, from, end 
 // them as they arrive. The reads end with ctx (the stream's). Each counts as a Kafka read, and the Read that
 // follows it as served by another connection's read (a cache hit).
 func (p *Pool) Prefetch(ctx context.Context, topic string, epoch uint64, ranges []Range) {
+	batch := p.newBatch(ctx, topic)
+	defer batch.send()
 	for _, r := range ranges {
 		if r.After >= r.Upto {
 			continue
@@ -576,6 +595,6 @@ func (p *Pool) Prefetch(ctx context.Context, topic string, epoch uint64, ranges 
 		if b, ok := p.cache.get(key); ok && b.covers(from, to) {
 			continue
 		}
-		p.launch(ctx, key, from, to, firstBytes(len(ranges)), nil)
+		p.launch(ctx, key, from, to, firstBytes(len(ranges)), nil, batch)
 	}
 }

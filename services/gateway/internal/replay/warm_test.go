@@ -12,14 +12,17 @@ import (
 	"github.com/ssegate/ssegate/pkg/kafkatest"
 )
 
-// requestCounter counts the metadata requests and the connections of a client.
+// requestCounter counts the metadata and fetch requests and the connections of a client.
 type requestCounter struct {
-	metadata, dials atomic.Int64
+	metadata, fetches, dials atomic.Int64
 }
 
 func (c *requestCounter) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, _ error) {
-	if key == kmsg.Metadata.Int16() {
+	switch key {
+	case kmsg.Metadata.Int16():
 		c.metadata.Add(1)
+	case kmsg.Fetch.Int16():
+		c.fetches.Add(1)
 	}
 }
 
