@@ -20,6 +20,7 @@ const (
 	MechanismPlain       = "PLAIN"
 	MechanismScramSHA256 = "SCRAM-SHA-256"
 	MechanismScramSHA512 = "SCRAM-SHA-512"
+	MechanismOAuthBearer = "OAUTHBEARER"
 )
 
 // Config is how to reach a Kafka cluster.
@@ -51,13 +52,16 @@ type TLSConfig struct {
 
 // SASLConfig configures SASL authentication.
 type SASLConfig struct {
-	// Mechanism is PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512. Empty means no SASL.
+	// Mechanism is PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER. Empty means no SASL.
 	Mechanism string
-	// Username and Password are the credentials. Password is never logged.
+	// Username and Password are the credentials of PLAIN and SCRAM. Password is never logged.
 	Username, Password string
+	// OAuth is where OAUTHBEARER gets its tokens.
+	OAuth OAuthConfig
 	// AllowPlaintext lets PLAIN run without TLS, sending the password in clear: for a network where that is
 	// accepted (a local test broker's SASL_PLAINTEXT listener). False (the default) means Validate refuses
-	// PLAIN without TLS. SCRAM never sends the password, and is allowed without TLS either way.
+	// PLAIN without TLS. SCRAM never sends the password, and is allowed without TLS either way. With
+	// OAUTHBEARER it also lets the token endpoint be http, which sends the client secret in clear.
 	AllowPlaintext bool
 }
 
@@ -85,8 +89,10 @@ func (c Config) Validate() error {
 	case "":
 		return nil
 	case MechanismPlain, MechanismScramSHA256, MechanismScramSHA512:
+	case MechanismOAuthBearer:
+		return c.SASL.OAuth.validate(c.SASL.AllowPlaintext)
 	default:
-		return fmt.Errorf("sasl mechanism %q (want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512): %w", c.SASL.Mechanism, ErrMechanism)
+		return fmt.Errorf("sasl mechanism %q (want PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER): %w", c.SASL.Mechanism, ErrMechanism)
 	}
 	if c.SASL.Username == "" {
 		return fmt.Errorf("sasl username: %w", ErrNoUsername)
@@ -121,6 +127,12 @@ func (c Config) Opts() ([]kgo.Opt, error) {
 		opts = append(opts, kgo.SASL(scram.Auth{User: c.SASL.Username, Pass: c.SASL.Password}.AsSha256Mechanism()))
 	case MechanismScramSHA512:
 		opts = append(opts, kgo.SASL(scram.Auth{User: c.SASL.Username, Pass: c.SASL.Password}.AsSha512Mechanism()))
+	case MechanismOAuthBearer:
+		src, err := newTokenSource(c.SASL.OAuth, c.TLS.CAFile)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, kgo.SASL(src.mechanism()))
 	}
 	return opts, nil
 }

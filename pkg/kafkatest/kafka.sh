@@ -8,8 +8,10 @@
 #   pkg/kafkatest/kafka.sh fetch              only download the jars (into $SSEGATE_CACHE, default ~/.cache/ssegate).
 #
 # The broker has three listeners: PLAINTEXT on PORT; SASL_PLAINTEXT on PORT+1 with PLAIN user "ssegate" /
-# "ssegate-secret" and SCRAM-SHA-256/512 enabled (SCRAM users are created through the Admin API by whoever needs
-# them); and SSL on PORT+3 with a certificate for 127.0.0.1 signed by a throwaway CA made at start
+# "ssegate-secret", SCRAM-SHA-256/512 enabled (SCRAM users are created through the Admin API by whoever needs
+# them) and OAUTHBEARER, which accepts RS256 JWTs signed with a key made at start (KAFKA_OAUTH_KEY, its PEM
+# file, is printed; tokens need the audience "ssegate-kafka", a sub and an exp, and connections authenticate
+# again every 3 s, so that a token's refresh is seen in a short test); and SSL on PORT+3 with a certificate for 127.0.0.1 signed by a throwaway CA made at start
 # (KAFKA_TLS_BROKERS and KAFKA_TLS_CA, the CA's PEM file, are printed too). The controller listens on PORT+2. Auto topic creation is off: a gateway must answer 404
 # for a topic that does not exist rather than create it.
 #
@@ -72,6 +74,20 @@ sys.exit(1)
 PY
 }
 
+# make_jwks DIR: an RSA key (DIR/key.pem) and the JWKS with its public half (DIR/jwks.json, key id
+# "kafkatest") that the broker checks OAUTHBEARER tokens against.
+make_jwks() {
+	local d=$1
+	mkdir -p "$d"
+	openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$d/key.pem" 2>/dev/null
+	openssl rsa -in "$d/key.pem" -noout -modulus | python3 -c '
+import base64, json, sys
+n = bytes.fromhex(sys.stdin.read().strip().split("=", 1)[1])
+b64 = lambda b: base64.urlsafe_b64encode(b).rstrip(b"=").decode()
+print(json.dumps({"keys": [{"kty": "RSA", "kid": "kafkatest", "use": "sig", "alg": "RS256", "n": b64(n), "e": b64(bytes([1, 0, 1]))}]}))
+' >"$d/jwks.json"
+}
+
 # make_certs DIR: a throwaway CA and a broker certificate for 127.0.0.1 / localhost, as a PEM keystore
 # (unencrypted PKCS#8 key followed by the certificate) that the broker reads directly.
 make_certs() {
@@ -117,6 +133,7 @@ start() {
 	local sasl=$((port + 1)) ctl=$((port + 2)) ssl=$((port + 3))
 	rm -rf "$dir/data" "$dir/server.log"
 	make_certs "$dir/tls"
+	make_jwks "$dir/oauth"
 	cat >"$dir/server.properties" <<PROPS
 process.roles=broker,controller
 node.id=1
@@ -128,7 +145,13 @@ inter.broker.listener.name=PLAINTEXT
 listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT,SSL:SSL
 listener.name.ssl.ssl.keystore.type=PEM
 listener.name.ssl.ssl.keystore.location=$dir/tls/keystore.pem
-sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512
+sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER
+listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;
+listener.name.sasl_plaintext.oauthbearer.sasl.server.callback.handler.class=org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler
+sasl.oauthbearer.jwt.validator.class=org.apache.kafka.common.security.oauthbearer.BrokerJwtValidator
+sasl.oauthbearer.jwks.endpoint.url=file://$dir/oauth/jwks.json
+sasl.oauthbearer.expected.audience=ssegate-kafka
+listener.name.sasl_plaintext.oauthbearer.connections.max.reauth.ms=3000
 listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_ssegate="ssegate-secret";
 listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
 listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
@@ -162,6 +185,7 @@ Configuration:
     Logger:
       - name: kafka.server.KafkaRaftServer
         level: INFO
+
 LOG
 	local cluster
 	# A random id; "--cluster-id=" keeps one that starts with "-" from being read as an option.
@@ -173,6 +197,7 @@ LOG
 	# caller's terminal is handled by the caller's trap, not delivered to the JVM twice.
 	setsid bash -c 'exec "$@"' _ java -Xms"${KAFKA_HEAP:-512m}" -Xmx"${KAFKA_HEAP:-512m}" -XX:+UseG1GC \
 		-XX:TieredStopAtLevel=1 -Djava.awt.headless=true \
+		-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls="file://$dir/oauth/jwks.json" \
 		-Dlog4j2.configurationFile="$dir/log4j2.yaml" -Dkafka.logs.file="$dir/server.log" \
 		-cp "$libs/*" kafka.Kafka "$dir/server.properties" >"$dir/stdout.log" 2>&1 </dev/null &
 	echo $! >"$dir/pid"
@@ -198,6 +223,7 @@ LOG
 	echo "KAFKA_SASL_BROKERS=$host:$sasl"
 	echo "KAFKA_TLS_BROKERS=$host:$ssl"
 	echo "KAFKA_TLS_CA=$dir/tls/ca.pem"
+	echo "KAFKA_OAUTH_KEY=$dir/oauth/key.pem"
 }
 
 stop() {

@@ -69,9 +69,9 @@ func Kafka(c *kafkaconn.Config, prefix string) []Setting {
 		s("kafka-tls-key-file", "PEM key of the client certificate", String(&c.TLS.KeyFile)),
 		s("kafka-tls-server-name", "name to check in the brokers' certificates", String(&c.TLS.ServerName)),
 		s("kafka-tls-insecure-skip-verify", "do not verify broker certificates (tests only)", Bool(&c.TLS.InsecureSkipVerify)),
-		s("kafka-sasl-mechanism", "SASL mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (default: none)", String(&c.SASL.Mechanism)),
+		s("kafka-sasl-mechanism", "SASL mechanism: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER (default: none)", String(&c.SASL.Mechanism)),
 		s("kafka-sasl-username", "SASL username", String(&c.SASL.Username)),
-		s("kafka-sasl-allow-plaintext", "allow SASL PLAIN without TLS, which sends the password in clear (default: refused)", Bool(&c.SASL.AllowPlaintext)),
+		s("kafka-sasl-allow-plaintext", "allow SASL PLAIN without TLS, and an http OAUTHBEARER token endpoint, which send the password or secret in clear (default: refused)", Bool(&c.SASL.AllowPlaintext)),
 		{
 			Name: "kafka-sasl-password", Envs: []string{EnvName(prefix, "kafka-sasl-password")}, Group: "kafka-sasl-password",
 			Usage: "SASL password (prefer the -file form or the environment)", Value: String(&c.SASL.Password),
@@ -80,6 +80,19 @@ func Kafka(c *kafkaconn.Config, prefix string) []Setting {
 			Name: "kafka-sasl-password-file", Envs: []string{EnvName(prefix, "kafka-sasl-password-file")}, Group: "kafka-sasl-password",
 			Usage: "file holding the SASL password (wins over kafka-sasl-password from the same source)", Value: File(&c.SASL.Password),
 		},
+		s("kafka-sasl-oauth-token-url", "OAUTHBEARER: the identity provider's token endpoint (client-credentials grant)", String(&c.SASL.OAuth.TokenURL)),
+		s("kafka-sasl-oauth-client-id", "OAUTHBEARER: the client id", String(&c.SASL.OAuth.ClientID)),
+		{
+			Name: "kafka-sasl-oauth-client-secret", Envs: []string{EnvName(prefix, "kafka-sasl-oauth-client-secret")}, Group: "kafka-sasl-oauth-client-secret",
+			Usage: "OAUTHBEARER: the client secret (prefer the -file form or the environment)", Value: String(&c.SASL.OAuth.ClientSecret),
+		},
+		{
+			Name: "kafka-sasl-oauth-client-secret-file", Envs: []string{EnvName(prefix, "kafka-sasl-oauth-client-secret-file")}, Group: "kafka-sasl-oauth-client-secret",
+			Usage: "OAUTHBEARER: file holding the client secret (wins over kafka-sasl-oauth-client-secret from the same source)", Value: File(&c.SASL.OAuth.ClientSecret),
+		},
+		s("kafka-sasl-oauth-scope", "OAUTHBEARER: the scope to ask for, space-separated (default: none)", String(&c.SASL.OAuth.Scope)),
+		s("kafka-sasl-oauth-audience", "OAUTHBEARER: the audience parameter some providers need (default: none)", String(&c.SASL.OAuth.Audience)),
+		s("kafka-sasl-oauth-extensions", "OAUTHBEARER: SASL extensions sent with the token, comma-separated key=value pairs (Confluent Cloud: logicalCluster=lkc-...,identityPoolId=pool-...)", Map(&c.SASL.OAuth.Extensions)),
 	}
 }
 
@@ -144,6 +157,12 @@ type Options struct {
 	// ExtraKeys are YAML keys that are not settings but which the caller reads from the returned file map
 	// (for example a list of sources). Other unknown keys are errors.
 	ExtraKeys []string
+	// OtherKeys lets the file hold keys that are none of the settings and not in ExtraKeys, and ignores them:
+	// for a tool that reads its few settings from a service's own file.
+	OtherKeys bool
+	// Rest, when not nil, gets the arguments after the flags (the flag set stops at the first argument that is
+	// not a flag); nil refuses any.
+	Rest *[]string
 	// Out receives usage and flag errors.
 	Out io.Writer
 }
@@ -169,8 +188,11 @@ func Load(ss []Setting, args []string, getenv func(string) string, o Options) (m
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
-	if fs.NArg() > 0 {
+	if fs.NArg() > 0 && o.Rest == nil {
 		return nil, fmt.Errorf("unexpected argument %q (settings are flags: --name=value)", fs.Arg(0))
+	}
+	if o.Rest != nil {
+		*o.Rest = fs.Args()
 	}
 	fromFlag := map[string]bool{} // by group
 	fs.Visit(func(f *flag.Flag) {
@@ -191,7 +213,7 @@ func Load(ss []Setting, args []string, getenv func(string) string, o Options) (m
 			return nil, fmt.Errorf("config file %s: %s", *configFile, oneLine(err.Error()))
 		}
 		for k := range file {
-			if !slices.Contains(o.ExtraKeys, k) && !slices.ContainsFunc(ss, func(s Setting) bool { return s.Name == k && !s.FlagOnly }) {
+			if !o.OtherKeys && !slices.Contains(o.ExtraKeys, k) && !slices.ContainsFunc(ss, func(s Setting) bool { return s.Name == k && !s.FlagOnly }) {
 				return nil, fmt.Errorf("config file %s: unknown setting %q", *configFile, k)
 			}
 		}

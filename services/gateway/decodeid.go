@@ -6,36 +6,44 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"strings"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
+	"github.com/ssegate/ssegate/pkg/kafkaconn"
 	"github.com/ssegate/ssegate/pkg/position"
+	"github.com/ssegate/ssegate/pkg/settings"
+	"github.com/ssegate/ssegate/services/gateway/internal/app"
 	"github.com/ssegate/ssegate/services/gateway/internal/checkpoint"
 	"github.com/ssegate/ssegate/services/gateway/internal/replay"
 )
 
 // decodeID prints each position id of args as one line per partition, "partition P offset O" (the last offset
 // the client got or passed in P), for comparing with kcat (docs/runbooks/kcat.md). A compact (v2) id is
-// resolved first, reading its checkpoint from the position topic of the brokers given by --kafka-brokers (or
-// KAFKA_BROKERS); its v1 equivalent and checkpoint go to errOut, so that out has the same lines for both
-// formats. An id that does not parse or resolve is reported on errOut with the reason the gateway would give
-// in a resync, and makes the exit status 1.
-func decodeID(args []string, out, errOut io.Writer) int {
-	fs := flag.NewFlagSet("decode-id", flag.ContinueOnError)
-	fs.SetOutput(errOut)
-	brokers := fs.String("kafka-brokers", os.Getenv("KAFKA_BROKERS"), "seed brokers (plaintext), to resolve v2 ids")
-	ptopic := fs.String("position-topic", "ssegate.positions", "topic of the checkpoints v2 ids refer to")
-	if err := fs.Parse(args); err != nil {
+// resolved first, reading its checkpoint from the position topic; its v1 equivalent and checkpoint go to
+// errOut, so that out has the same lines for both formats. The Kafka connection is the gateway's settings
+// (brokers, TLS, SASL), from flags, the environment (SSEGATE_KAFKA_..., KAFKA_BROKERS) or the gateway's own
+// config file (--config; its other settings are ignored), so that in a pod it reads the checkpoints as the
+// gateway does. An id that does not parse or resolve is reported on errOut with the reason the gateway would
+// give in a resync, and makes the exit status 1.
+func decodeID(args []string, getenv func(string) string, out, errOut io.Writer) int {
+	var kc kafkaconn.Config
+	ptopic := app.DefaultPositionTopic
+	ss := append(settings.Kafka(&kc, "SSEGATE_"), settings.Setting{
+		Name: "position-topic", Envs: []string{"SSEGATE_POSITION_TOPIC"},
+		Usage: "topic of the checkpoints v2 ids refer to (default " + app.DefaultPositionTopic + ")", Value: settings.String(&ptopic),
+	})
+	var ids []string
+	_, err := settings.Load(ss, args, getenv, settings.Options{
+		Program: "decode-id", ConfigUsage: "optional YAML file of settings; the gateway's own works (its other settings are ignored)",
+		OtherKeys: true, Rest: &ids, Out: errOut,
+	})
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
+		_, _ = fmt.Fprintf(errOut, "decode-id: %v\n", err)
+	}
+	if err != nil || len(ids) == 0 {
+		_, _ = io.WriteString(errOut, "usage: gateway decode-id [--config=FILE] [--kafka-...] [--position-topic=T] ID [ID...]\n")
 		return 2
 	}
-	args = fs.Args()
-	if len(args) == 0 {
-		_, _ = io.WriteString(errOut, "usage: gateway decode-id [--kafka-brokers=B] [--position-topic=T] ID [ID...]\n")
-		return 2
-	}
+	args = ids
 	var res *checkpoint.Resolver
 	status := 0
 	for _, id := range args {
@@ -48,7 +56,7 @@ func decodeID(args []string, out, errOut io.Writer) int {
 		if position.IsCompact(id) {
 			if res == nil {
 				var closeLog func()
-				if res, closeLog, err = newResolver(*brokers, *ptopic); err != nil {
+				if res, closeLog, err = newResolver(kc, ptopic); err != nil {
 					_, _ = fmt.Fprintf(errOut, "decode-id: %v\n", err)
 					return 2
 				}
@@ -80,11 +88,15 @@ func decodeID(args []string, out, errOut io.Writer) int {
 	return status
 }
 
-func newResolver(brokers, topic string) (*checkpoint.Resolver, func(), error) {
-	if brokers == "" {
+func newResolver(kc kafkaconn.Config, topic string) (*checkpoint.Resolver, func(), error) {
+	if len(kc.Brokers) == 0 {
 		return nil, nil, fmt.Errorf("a v2 id needs --kafka-brokers (or KAFKA_BROKERS) to read its checkpoint")
 	}
-	log, err := replay.NewKafkaLog(kgo.SeedBrokers(strings.Split(brokers, ",")...))
+	opts, err := kc.Opts()
+	if err != nil {
+		return nil, nil, err
+	}
+	log, err := replay.NewKafkaLog(opts...)
 	if err != nil {
 		return nil, nil, err
 	}

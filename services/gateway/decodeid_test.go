@@ -2,8 +2,12 @@ package main
 
 import (
 	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -11,6 +15,8 @@ import (
 	"github.com/ssegate/ssegate/pkg/position"
 	"github.com/ssegate/ssegate/services/gateway/internal/checkpoint"
 )
+
+func noEnv(string) string { return "" }
 
 func TestDecodeID(t *testing.T) {
 	tests := []struct {
@@ -24,11 +30,12 @@ func TestDecodeID(t *testing.T) {
 		{"two ids", []string{"v1:0-1", "v1:1-2"}, "v1:0-1\npartition 0 offset 1\nv1:1-2\npartition 1 offset 2\n", "", 0},
 		{"malformed", []string{"hello"}, "", `invalid id "hello": position: malformed id`, 1},
 		{"no id", nil, "", "usage:", 2},
+		{"unknown flag", []string{"--kafka-nope=1", "v1:0-1"}, "", "usage:", 2},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errOut bytes.Buffer
-			status := decodeID(tc.args, &out, &errOut)
+			status := decodeID(tc.args, noEnv, &out, &errOut)
 			if status != tc.status || out.String() != tc.out || !strings.Contains(errOut.String(), tc.errText) {
 				t.Errorf("decodeID(%q) = %d, out %q, err %q", tc.args, status, out.String(), errOut.String())
 			}
@@ -36,11 +43,12 @@ func TestDecodeID(t *testing.T) {
 	}
 }
 
-// TestDecodeCompactID: a v2 id is resolved through its checkpoint in Kafka and printed like its v1 equivalent.
-func TestDecodeCompactID(t *testing.T) {
-	brokers := kafkatest.Brokers(t)
+// compactID writes a checkpoint of v1:0-10.3-7 into a new position topic and returns the topic and a v2 id
+// on it that stands for v1:0-10.2-4.3-9.
+func compactID(t *testing.T) (topic, id string) {
+	t.Helper()
 	pt := kafkatest.NewTopic(t, 1, nil)
-	w, err := checkpoint.NewWriter(pt, "pod-0", nil, kgo.SeedBrokers(brokers...))
+	w, err := checkpoint.NewWriter(pt, "pod-0", nil, kgo.SeedBrokers(kafkatest.Brokers(t)...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,12 +64,19 @@ func TestDecodeCompactID(t *testing.T) {
 	if a.err != nil {
 		t.Fatal(a.err)
 	}
-	id, ok := position.AppendCompact(nil, a.ref, base, position.MustParse("v1:0-10.2-4.3-9"), 64)
+	b, ok := position.AppendCompact(nil, a.ref, base, position.MustParse("v1:0-10.2-4.3-9"), 64)
 	if !ok {
 		t.Fatal("AppendCompact refused")
 	}
+	return pt, string(b)
+}
+
+// TestDecodeCompactID: a v2 id is resolved through its checkpoint in Kafka and printed like its v1 equivalent.
+func TestDecodeCompactID(t *testing.T) {
+	brokers := kafkatest.Brokers(t)
+	pt, id := compactID(t)
 	var out, errOut bytes.Buffer
-	status := decodeID([]string{"--kafka-brokers=" + strings.Join(brokers, ","), "--position-topic=" + pt, string(id)}, &out, &errOut)
+	status := decodeID([]string{"--kafka-brokers=" + strings.Join(brokers, ","), "--position-topic=" + pt, id}, noEnv, &out, &errOut)
 	want := "partition 0 offset 10\npartition 2 offset 4\npartition 3 offset 9\n"
 	if status != 0 || out.String() != want || !strings.Contains(errOut.String(), "= v1:0-10.2-4.3-9 (checkpoint") {
 		t.Fatalf("decodeID = %d, out %q, err %q; want %q", status, out.String(), errOut.String(), want)
@@ -69,8 +84,43 @@ func TestDecodeCompactID(t *testing.T) {
 	// A garbled one names no record.
 	out.Reset()
 	errOut.Reset()
-	status = decodeID([]string{"--kafka-brokers=" + strings.Join(brokers, ","), "--position-topic=" + pt, "v2:AGQ"}, &out, &errOut)
+	status = decodeID([]string{"--kafka-brokers=" + strings.Join(brokers, ","), "--position-topic=" + pt, "v2:AGQ"}, noEnv, &out, &errOut)
 	if status != 1 || !strings.Contains(errOut.String(), "invalid compact id") {
 		t.Fatalf("garbled: decodeID = %d, out %q, err %q", status, out.String(), errOut.String())
+	}
+}
+
+// TestDecodeIDGatewayConfig: decode-id connects as the gateway does, from the gateway's own config file (its
+// other settings ignored) and environment: here through SASL OAUTHBEARER, with the client secret from the
+// environment. Without the secret it says what is missing and exits 2.
+func TestDecodeIDGatewayConfig(t *testing.T) {
+	pt, id := compactID(t)
+	ts := kafkatest.NewTokenServer(t, time.Minute, false)
+	cfg := filepath.Join(t.TempDir(), "gateway.yaml")
+	yaml := fmt.Sprintf("topics: [orders]\nring-bytes: 1MiB\nid-format: v2\nposition-topic: %s\nkafka-brokers: %s\n"+
+		"kafka-sasl-mechanism: OAUTHBEARER\nkafka-sasl-allow-plaintext: true\nkafka-sasl-oauth-token-url: %s\nkafka-sasl-oauth-client-id: %s\n",
+		pt, strings.Join(kafkatest.SASLBrokers(t), ","), ts.URL, ts.ClientID)
+	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := func(k string) string {
+		if k == "SSEGATE_KAFKA_SASL_OAUTH_CLIENT_SECRET" {
+			return ts.ClientSecret
+		}
+		return ""
+	}
+	var out, errOut bytes.Buffer
+	status := decodeID([]string{"--config=" + cfg, id}, env, &out, &errOut)
+	if want := "partition 0 offset 10\npartition 2 offset 4\npartition 3 offset 9\n"; status != 0 || out.String() != want {
+		t.Fatalf("decodeID = %d, out %q, err %q; want %q", status, out.String(), errOut.String(), want)
+	}
+	if ts.Issued.Load() == 0 {
+		t.Error("no token was asked for: the checkpoint was not read through OAUTHBEARER")
+	}
+	out.Reset()
+	errOut.Reset()
+	status = decodeID([]string{"--config=" + cfg, id}, noEnv, &out, &errOut)
+	if status != 2 || !strings.Contains(errOut.String(), "kafka-sasl-oauth-client-secret") {
+		t.Fatalf("without the secret: decodeID = %d, out %q, err %q", status, out.String(), errOut.String())
 	}
 }

@@ -22,7 +22,7 @@ func main() {
 		os.Exit(probe(os.Args[2:], log))
 	}
 	if len(os.Args) > 1 && os.Args[1] == "decode-id" {
-		os.Exit(decodeID(os.Args[2:], os.Stdout, os.Stderr))
+		os.Exit(decodeID(os.Args[2:], os.Getenv, os.Stdout, os.Stderr))
 	}
 	cfg, err := app.Load(os.Args[1:], os.Getenv, os.Stderr)
 	if errors.Is(err, app.ErrHelp) {

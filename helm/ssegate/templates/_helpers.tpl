@@ -90,8 +90,25 @@ kafka-tls-server-name: {{ . | quote }}
 {{- fail "kafka.sasl.mechanism PLAIN without kafka.tls.enabled sends the password in clear: enable TLS, or set kafka.sasl.allowPlaintext" }}
 {{- end }}
 kafka-sasl-mechanism: {{ . | quote }}
+{{- if eq (upper .) "OAUTHBEARER" }}
+{{- with $.Values.kafka.sasl.oauth }}
+kafka-sasl-oauth-token-url: {{ required "kafka.sasl.oauth.tokenUrl is required with OAUTHBEARER" .tokenUrl | quote }}
+kafka-sasl-oauth-client-id: {{ required "kafka.sasl.oauth.clientId is required with OAUTHBEARER" .clientId | quote }}
+kafka-sasl-oauth-client-secret-file: /etc/ssegate/kafka-sasl/client-secret
+{{- with .scope }}
+kafka-sasl-oauth-scope: {{ . | quote }}
+{{- end }}
+{{- with .audience }}
+kafka-sasl-oauth-audience: {{ . | quote }}
+{{- end }}
+{{- with .extensions }}
+kafka-sasl-oauth-extensions: {{ toJson . }}
+{{- end }}
+{{- end }}
+{{- else }}
 kafka-sasl-username: {{ $.Values.kafka.sasl.username | quote }}
 kafka-sasl-password-file: /etc/ssegate/kafka-sasl/password
+{{- end }}
 {{- if $.Values.kafka.sasl.allowPlaintext }}
 kafka-sasl-allow-plaintext: true
 {{- end }}
@@ -119,12 +136,20 @@ kafka-sasl-allow-plaintext: true
 - name: kafka-client
   secret: {secretName: {{ .Values.kafka.tls.clientCertSecret | quote }}}
 {{- end }}
-{{- if .Values.kafka.sasl.mechanism }}
+{{- with .Values.kafka.sasl }}
+{{- if and .mechanism (eq (upper .mechanism) "OAUTHBEARER") }}
 - name: kafka-sasl
   secret:
-    secretName: {{ required "kafka.sasl.passwordSecret.name is required with SASL" .Values.kafka.sasl.passwordSecret.name | quote }}
+    secretName: {{ required "kafka.sasl.oauth.clientSecretSecret.name is required with OAUTHBEARER" .oauth.clientSecretSecret.name | quote }}
     items:
-      - {key: {{ .Values.kafka.sasl.passwordSecret.key | quote }}, path: password}
+      - {key: {{ .oauth.clientSecretSecret.key | quote }}, path: client-secret}
+{{- else if .mechanism }}
+- name: kafka-sasl
+  secret:
+    secretName: {{ required "kafka.sasl.passwordSecret.name is required with SASL" .passwordSecret.name | quote }}
+    items:
+      - {key: {{ .passwordSecret.key | quote }}, path: password}
+{{- end }}
 {{- end }}
 {{- end -}}
 

@@ -75,6 +75,17 @@ var chartValueSets = map[string]map[string]any{
 		"redis":   map[string]any{"bundled": true, "passwordSecret": map[string]any{"name": "redis-pw"}},
 		"tracing": map[string]any{"otlpEndpoint": "http://otel-collector.observability:4318"},
 	},
+	"oauthbearer": {
+		"kafka": map[string]any{
+			"brokers": []any{"pkc-1.eu-west-1.aws.confluent.cloud:9092"}, "tls": map[string]any{"enabled": true},
+			"sasl": map[string]any{"mechanism": "OAUTHBEARER", "oauth": map[string]any{
+				"tokenUrl": "https://login.example.com/oauth2/token", "clientId": "ssegate", "scope": "kafka", "audience": "kafka",
+				"extensions":         map[string]any{"logicalCluster": "lkc-1", "identityPoolId": "pool-2"},
+				"clientSecretSecret": map[string]any{"name": "kafka-oauth"},
+			}},
+		},
+		"gateway": map[string]any{"topics": []any{"orders"}},
+	},
 	"minimal": {
 		"kafka": map[string]any{"brokers": []any{"k:9092"}},
 		"gateway": map[string]any{
@@ -565,5 +576,70 @@ func TestHelmLint(t *testing.T) {
 				t.Errorf("helm lint: %s", m)
 			}
 		})
+	}
+}
+
+// TestChartOAuthBearer: with OAUTHBEARER both services get the token endpoint, client id, scope and the
+// client secret as a file from its Secret, and no username or password; a missing token endpoint, client id
+// or Secret fails the install with a message naming the value.
+func TestChartOAuthBearer(t *testing.T) {
+	vals := func(oauth map[string]any) map[string]any {
+		return map[string]any{
+			"kafka": map[string]any{
+				"brokers": []any{"k:9092"}, "tls": map[string]any{"enabled": true},
+				"sasl": map[string]any{"mechanism": "OAUTHBEARER", "oauth": oauth},
+			},
+			"gateway": map[string]any{"topics": []any{"t"}},
+			"ingest": map[string]any{
+				"enabled": true, "sources": []any{map[string]any{"name": "wiki", "url": "https://stream.example.com/sse", "topic": "wiki"}},
+			},
+			"redis": map[string]any{"addr": "redis:6379"},
+		}
+	}
+	full := func() map[string]any {
+		return map[string]any{
+			"tokenUrl": "https://idp.example/oauth2/token", "clientId": "ssegate", "scope": "kafka",
+			"extensions":         map[string]any{"logicalCluster": "lkc-1"},
+			"clientSecretSecret": map[string]any{"name": "kafka-oauth", "key": "secret"},
+		}
+	}
+	out, err := renderChart(t, vals(full()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	configs, volumes := 0, 0
+	for name, body := range out {
+		if strings.Contains(body, "kafka-sasl-mechanism:") {
+			configs++
+			for _, want := range []string{
+				`kafka-sasl-oauth-token-url: "https://idp.example/oauth2/token"`, `kafka-sasl-oauth-client-id: "ssegate"`,
+				"kafka-sasl-oauth-client-secret-file: /etc/ssegate/kafka-sasl/client-secret", `kafka-sasl-oauth-scope: "kafka"`,
+				`kafka-sasl-oauth-extensions: {"logicalCluster":"lkc-1"}`,
+			} {
+				if !strings.Contains(body, want) {
+					t.Errorf("%s: no %q", name, want)
+				}
+			}
+			if strings.Contains(body, "kafka-sasl-username") || strings.Contains(body, "kafka-sasl-password-file") {
+				t.Errorf("%s: a username or password with OAUTHBEARER", name)
+			}
+		}
+		if strings.Contains(body, `secretName: "kafka-oauth"`) && strings.Contains(body, `{key: "secret", path: client-secret}`) {
+			volumes++
+		}
+	}
+	if configs < 2 || volumes < 2 {
+		t.Fatalf("%d configurations with OAUTHBEARER and %d workloads mounting its Secret, want 2 of each (gateway and ingest)", configs, volumes)
+	}
+	for value, del := range map[string]func(map[string]any){
+		"kafka.sasl.oauth.tokenUrl":                func(o map[string]any) { delete(o, "tokenUrl") },
+		"kafka.sasl.oauth.clientId":                func(o map[string]any) { delete(o, "clientId") },
+		"kafka.sasl.oauth.clientSecretSecret.name": func(o map[string]any) { delete(o, "clientSecretSecret") },
+	} {
+		o := full()
+		del(o)
+		if _, err := renderChart(t, vals(o)); err == nil || !strings.Contains(err.Error(), value) {
+			t.Errorf("without %s: %v, want an error naming it", value, err)
+		}
 	}
 }

@@ -147,8 +147,8 @@ type Config struct {
 	OTLPEndpoint string
 }
 
-// defaultPositionTopic is the position topic of a gateway with id-format v2 that names none.
-const defaultPositionTopic = "ssegate.positions"
+// DefaultPositionTopic is the position topic of a gateway with id-format v2 that names none.
+const DefaultPositionTopic = "ssegate.positions"
 
 // defaults returns the configuration before any flag, variable or file is applied.
 func defaults() Config {
@@ -208,7 +208,7 @@ func settingsOf(c *Config) []settings.Setting {
 		setting("topic-value-format", "per-topic value formats overriding value-format, comma-separated topic=format pairs (orders=base64,logs=text)", settings.Map(&c.TopicValueFormats)),
 		setting("demo-topic", "topic shown by the dashboard at / (default: the first topic)", settings.String(&c.DemoTopic)),
 		setting("id-format", "id format of frames framed once for all streams: v1 (the whole position) or v2 (a checkpoint in position-topic plus what moved since); every gateway with a position-topic reads both", settings.String(&c.IDFormat)),
-		setting("position-topic", "topic of the checkpoints v2 ids refer to, written with id-format v2 and read by every gateway that has one; the same on every gateway of a deployment (default: "+defaultPositionTopic+" with id-format v2, none with v1: v2 ids are then invalid)", settings.String(&c.PositionTopic)),
+		setting("position-topic", "topic of the checkpoints v2 ids refer to, written with id-format v2 and read by every gateway that has one; the same on every gateway of a deployment (default: "+DefaultPositionTopic+" with id-format v2, none with v1: v2 ids are then invalid)", settings.String(&c.PositionTopic)),
 		setting("checkpoint-readers", "Kafka reads of the checkpoints v2 ids refer to, at most at once; more wait their turn", settings.Int(&c.CheckpointReaders)),
 		setting("checkpoint-writer", "name of this gateway in the checkpoints it writes (default: the host name)", settings.String(&c.CheckpointWriter)),
 		setting("ws-max-message-bytes", "largest message a WebSocket client may send (acknowledgements, its first message); a larger one closes the connection with 1009", settings.Bytes(&c.WSMaxMessageBytes)),
@@ -249,7 +249,7 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 		c.DemoTopic = c.Topics[0]
 	}
 	if c.PositionTopic == "" && c.IDFormat == "v2" {
-		c.PositionTopic = defaultPositionTopic
+		c.PositionTopic = DefaultPositionTopic
 	}
 	if err := given.check(c); err != nil {
 		return c, err

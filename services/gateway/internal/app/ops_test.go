@@ -297,8 +297,9 @@ func TestMetrics(t *testing.T) {
 	metric("ssegate_connections_closed_total", tl, `reason="behind"`)
 }
 
-// TestSASL: the gateway authenticates with SASL PLAIN and SCRAM against the broker's SASL listener, and a
-// wrong password keeps it unready.
+// TestSASL: the gateway authenticates with SASL PLAIN, SCRAM and OAUTHBEARER (tokens from a token
+// endpoint, checked by the broker against its key set) against the broker's SASL listener, and a wrong
+// password or a token the broker does not trust keeps it unready.
 func TestSASL(t *testing.T) {
 	saslBrokers := kafkatest.SASLBrokers(t)
 	adm := kafkatest.Admin(t)
@@ -320,13 +321,24 @@ func TestSASL(t *testing.T) {
 		{"scram-sha-256", kafkaconn.MechanismScramSHA256, "scram-user", "scram-secret", true},
 		{"scram-sha-512", kafkaconn.MechanismScramSHA512, "scram-user", "scram-secret", true},
 		{"wrong password", kafkaconn.MechanismScramSHA256, "scram-user", "nope", false},
+		{"oauthbearer", kafkaconn.MechanismOAuthBearer, "", "", true},
+		{"oauthbearer with a key the broker does not trust", kafkaconn.MechanismOAuthBearer, "", "foreign", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			topic := kafkatest.NewTopic(t, 1, nil)
+			var oauth kafkaconn.OAuthConfig
+			if tc.mech == kafkaconn.MechanismOAuthBearer {
+				ts := kafkatest.NewTokenServer(t, time.Minute, tc.pass == "foreign")
+				oauth = kafkaconn.OAuthConfig{TokenURL: ts.URL, ClientID: ts.ClientID, ClientSecret: ts.ClientSecret}
+			}
 			g := startGateway(t, []string{topic}, func(c *Config) {
 				c.Kafka.Brokers = saslBrokers
-				// The test broker's SASL listener is SASL_PLAINTEXT: PLAIN must be allowed there, SCRAM need not be.
-				c.Kafka.SASL = kafkaconn.SASLConfig{Mechanism: tc.mech, Username: tc.user, Password: tc.pass, AllowPlaintext: tc.mech == kafkaconn.MechanismPlain}
+				// The test broker's SASL listener is SASL_PLAINTEXT: PLAIN must be allowed there, and so must the
+				// test's http token endpoint; SCRAM need not be.
+				c.Kafka.SASL = kafkaconn.SASLConfig{
+					Mechanism: tc.mech, Username: tc.user, Password: tc.pass, OAuth: oauth,
+					AllowPlaintext: tc.mech != kafkaconn.MechanismScramSHA256 && tc.mech != kafkaconn.MechanismScramSHA512,
+				}
 			})
 			if !tc.ok {
 				g.neverReady(t, 3*time.Second, "with a wrong password")

@@ -20,7 +20,6 @@ func (*rawIO) writeNow(syscall.RawConn, []byte) (int, error) {
 	return 0, errors.New("stream: non-blocking writes are not supported on this platform")
 }
 
-
 type iovec struct{}
 
 func writeAll(_ syscall.RawConn, _ [][]byte, _ *[]iovec) (int, error) {

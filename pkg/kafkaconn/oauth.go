@@ -1,0 +1,222 @@
+package kafkaconn
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/oauth"
+)
+
+// OAuthConfig is SASL OAUTHBEARER with tokens from an OAuth 2.0 token endpoint, by the client-credentials
+// grant (RFC 6749 section 4.4): what Confluent Cloud, Strimzi with an identity provider and most company
+// clusters with single sign-on use.
+type OAuthConfig struct {
+	// TokenURL is the identity provider's token endpoint. Required with OAUTHBEARER. https, or http with
+	// SASLConfig.AllowPlaintext (the client secret then goes in clear).
+	TokenURL string
+	// ClientID and ClientSecret are the client's credentials, sent with HTTP basic authentication. Required.
+	// ClientSecret is never logged.
+	ClientID, ClientSecret string
+	// Scope, when not empty, is the scope asked for (space-separated).
+	Scope string
+	// Audience, when not empty, is sent as the audience parameter, which some providers need to issue a
+	// token for an API.
+	Audience string
+	// Extensions are SASL extensions sent to the brokers with the token (RFC 7628 section 3.1): Confluent
+	// Cloud wants logicalCluster and identityPoolId there. Keys are letters only, and not "auth".
+	Extensions map[string]string
+}
+
+// Token refresh: a token is used until refreshAt of its lifetime has passed (the Java client's default
+// refresh window), and again after a failed refresh while it has not expired; its lifetime is expires_in,
+// or the token's own exp claim when the answer has none, or tokenDefaultLife.
+const (
+	refreshAt        = 0.8
+	tokenDefaultLife = time.Minute
+	tokenTimeout     = 10 * time.Second
+	maxTokenAnswer   = 64 << 10
+)
+
+// tokenSource gets and caches the tokens of an OAuthConfig; safe for concurrent use.
+type tokenSource struct {
+	cfg    OAuthConfig
+	client *http.Client
+	now    func() time.Time
+
+	mu      sync.Mutex
+	token   string
+	refresh time.Time // when to ask for a new token
+	expires time.Time // when the token stops being accepted
+}
+
+// newTokenSource returns the token source of cfg. The token endpoint's certificate is checked against the
+// system roots and, when caFile is not empty, the CAs in it too (the brokers' CA file: a company CA
+// often signs both).
+func newTokenSource(cfg OAuthConfig, caFile string) (*tokenSource, error) {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	if caFile != "" {
+		roots, err := x509.SystemCertPool()
+		if err != nil {
+			roots = x509.NewCertPool()
+		}
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, fmt.Errorf("tls ca file: %w", err)
+		}
+		if !roots.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("tls ca file %s: no PEM certificates in it", caFile)
+		}
+		tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: roots}
+	}
+	return &tokenSource{cfg: cfg, client: &http.Client{Transport: tr, Timeout: tokenTimeout}, now: time.Now}, nil
+}
+
+// mechanism is the OAUTHBEARER mechanism that authenticates each connection, and each re-authentication
+// the broker asks for, with the source's current token.
+func (s *tokenSource) mechanism() sasl.Mechanism {
+	return oauth.Oauth(func(ctx context.Context) (oauth.Auth, error) {
+		tok, err := s.get(ctx)
+		return oauth.Auth{Token: tok, Extensions: s.cfg.Extensions}, err
+	})
+}
+
+// get returns a token that is not due for refresh, asking the provider for a new one when it is. A refresh
+// that fails keeps the old token while it has not expired: a provider's short outage costs nothing.
+func (s *tokenSource) get(ctx context.Context) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	if s.token != "" && now.Before(s.refresh) {
+		return s.token, nil
+	}
+	tok, life, err := s.fetch(ctx)
+	if err != nil {
+		if s.token != "" && now.Before(s.expires) {
+			return s.token, nil
+		}
+		return "", err
+	}
+	s.token = tok
+	s.expires = now.Add(life)
+	s.refresh = now.Add(time.Duration(float64(life) * refreshAt))
+	return tok, nil
+}
+
+// tokenAnswer is a token endpoint's answer (RFC 6749 sections 5.1 and 5.2).
+type tokenAnswer struct {
+	AccessToken string      `json:"access_token"`
+	ExpiresIn   json.Number `json:"expires_in"`
+	Error       string      `json:"error"`
+	Description string      `json:"error_description"`
+}
+
+// fetch asks the token endpoint for a token and returns it with its lifetime.
+func (s *tokenSource) fetch(ctx context.Context) (string, time.Duration, error) {
+	form := url.Values{"grant_type": {"client_credentials"}}
+	if s.cfg.Scope != "" {
+		form.Set("scope", s.cfg.Scope)
+	}
+	if s.cfg.Audience != "" {
+		form.Set("audience", s.cfg.Audience)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.cfg.TokenURL, strings.NewReader(form.Encode()))
+	if err != nil {
+		return "", 0, fmt.Errorf("kafkaconn: oauth token request: %w", err)
+	}
+	// The id and secret go as they are, not form-encoded first: what the Java client does by default
+	// (sasl.oauthbearer.header.urlencode=false) and what providers accept.
+	req.SetBasicAuth(s.cfg.ClientID, s.cfg.ClientSecret)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Accept", "application/json")
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return "", 0, fmt.Errorf("kafkaconn: oauth token endpoint %s: %w", s.cfg.TokenURL, err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxTokenAnswer))
+	if err != nil {
+		return "", 0, fmt.Errorf("kafkaconn: oauth token endpoint %s: reading the answer: %w", s.cfg.TokenURL, err)
+	}
+	var ans tokenAnswer
+	jsonErr := json.Unmarshal(body, &ans)
+	switch {
+	case resp.StatusCode != http.StatusOK && ans.Error != "":
+		return "", 0, fmt.Errorf("kafkaconn: oauth token endpoint %s: %s: %s %s: %w", s.cfg.TokenURL, resp.Status, ans.Error, ans.Description, ErrOAuthToken)
+	case resp.StatusCode != http.StatusOK:
+		return "", 0, fmt.Errorf("kafkaconn: oauth token endpoint %s: %s: %w", s.cfg.TokenURL, resp.Status, ErrOAuthToken)
+	case jsonErr != nil || ans.AccessToken == "":
+		return "", 0, fmt.Errorf("kafkaconn: oauth token endpoint %s: the answer holds no access_token: %w", s.cfg.TokenURL, ErrOAuthToken)
+	}
+	return ans.AccessToken, lifetime(ans, s.now()), nil
+}
+
+// lifetime is how long a token lives: expires_in, else its exp claim, else tokenDefaultLife.
+func lifetime(ans tokenAnswer, now time.Time) time.Duration {
+	if secs, err := ans.ExpiresIn.Float64(); err == nil && secs > 0 {
+		return time.Duration(secs * float64(time.Second))
+	}
+	if exp, ok := jwtExp(ans.AccessToken); ok && exp.After(now) {
+		return exp.Sub(now)
+	}
+	return tokenDefaultLife
+}
+
+// jwtExp reads the exp claim of a JWT without checking it (the broker does): only to know when to refresh.
+func jwtExp(tok string) (time.Time, bool) {
+	parts := strings.Split(tok, ".")
+	if len(parts) != 3 {
+		return time.Time{}, false
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return time.Time{}, false
+	}
+	var claims struct {
+		Exp json.Number `json:"exp"`
+	}
+	if json.Unmarshal(payload, &claims) != nil {
+		return time.Time{}, false
+	}
+	secs, err := claims.Exp.Float64()
+	if err != nil || secs <= 0 {
+		return time.Time{}, false
+	}
+	return time.Unix(int64(secs), 0), true
+}
+
+// validate checks an OAUTHBEARER configuration; plaintext says an http token endpoint is allowed.
+func (o OAuthConfig) validate(plaintext bool) error {
+	u, err := url.Parse(o.TokenURL)
+	switch {
+	case o.TokenURL == "":
+		return fmt.Errorf("kafka-sasl-oauth-token-url: %w", ErrOAuthConfig)
+	case err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http"):
+		return fmt.Errorf("kafka-sasl-oauth-token-url %q: want an http or https URL: %w", o.TokenURL, ErrOAuthConfig)
+	case u.Scheme == "http" && !plaintext:
+		return fmt.Errorf("kafka-sasl-oauth-token-url %q would send the client secret in clear "+
+			"(use https, or set kafka-sasl-allow-plaintext=true to accept that): %w", o.TokenURL, ErrOAuthConfig)
+	case o.ClientID == "":
+		return fmt.Errorf("kafka-sasl-oauth-client-id: %w", ErrOAuthConfig)
+	case o.ClientSecret == "":
+		return fmt.Errorf("kafka-sasl-oauth-client-secret: %w", ErrOAuthConfig)
+	}
+	for k, v := range o.Extensions {
+		letters := k != "" && strings.IndexFunc(k, func(r rune) bool { return (r < 'a' || r > 'z') && (r < 'A' || r > 'Z') }) < 0
+		if !letters || k == "auth" || strings.ContainsAny(v, "\x01") {
+			return fmt.Errorf("kafka-sasl-oauth-extensions: %q=%q: keys are letters only and not \"auth\", values hold no control-A: %w", k, v, ErrOAuthConfig)
+		}
+	}
+	return nil
+}
