@@ -34,6 +34,10 @@ type Config struct {
 	TLS TLSConfig
 	// SASL configures SASL authentication. The zero value means none.
 	SASL SASLConfig
+	// Rack is the rack (availability zone) of this client: consumers fetch from a replica in it when the
+	// cluster's replica selector picks one (KIP-392, RackAwareReplicaSelector), and from the leader
+	// otherwise. Empty means the leader always.
+	Rack string
 }
 
 // TLSConfig configures TLS to the brokers.
@@ -112,6 +116,9 @@ func (c Config) Opts() ([]kgo.Opt, error) {
 	opts := []kgo.Opt{kgo.SeedBrokers(c.Brokers...)}
 	if c.ClientID != "" {
 		opts = append(opts, kgo.ClientID(c.ClientID))
+	}
+	if c.Rack != "" {
+		opts = append(opts, kgo.Rack(c.Rack))
 	}
 	if c.TLS.on() {
 		tc, err := c.TLS.load()

@@ -15,6 +15,11 @@
 # (KAFKA_TLS_BROKERS and KAFKA_TLS_CA, the CA's PEM file, are printed too). The controller listens on PORT+2. Auto topic creation is off: a gateway must answer 404
 # for a topic that does not exist rather than create it.
 #
+# A cluster of several brokers (tests of follower fetching): start the first as above, then each other with
+# KAFKA_NODE_ID (2, 3, ...), KAFKA_CONTROLLER and KAFKA_CLUSTER_ID from the first's DIR/controller and
+# DIR/cluster-id; it runs as a broker only. KAFKA_RACK sets broker.rack (every broker has the rack-aware replica selector), KAFKA_PROPS adds
+# lines to server.properties, KAFKA_HEAP sets the heap (default 512m).
+#
 # KAFKA_HOST (default 127.0.0.1) is the address the PLAINTEXT, SASL and SSL listeners bind to and advertise,
 # for clients that cannot reach loopback (the test cluster's pods reach the host on its bridge address); the
 # controller stays on 127.0.0.1.
@@ -134,11 +139,16 @@ start() {
 	rm -rf "$dir/data" "$dir/server.log"
 	make_certs "$dir/tls"
 	make_jwks "$dir/oauth"
+	# A node of a cluster of several (KAFKA_CONTROLLER set): a broker only, with the first node's controller.
+	local roles=broker,controller voters=1@127.0.0.1:$ctl ctl_listener=,CONTROLLER://127.0.0.1:$ctl
+	if [ -n "${KAFKA_CONTROLLER:-}" ]; then
+		roles=broker voters=$KAFKA_CONTROLLER ctl_listener=
+	fi
 	cat >"$dir/server.properties" <<PROPS
-process.roles=broker,controller
-node.id=1
-controller.quorum.voters=1@127.0.0.1:$ctl
-listeners=PLAINTEXT://$host:$port,SASL_PLAINTEXT://$host:$sasl,CONTROLLER://127.0.0.1:$ctl,SSL://$host:$ssl
+process.roles=$roles
+node.id=${KAFKA_NODE_ID:-1}
+controller.quorum.voters=$voters
+listeners=PLAINTEXT://$host:$port,SASL_PLAINTEXT://$host:$sasl$ctl_listener,SSL://$host:$ssl
 advertised.listeners=PLAINTEXT://$host:$port,SASL_PLAINTEXT://$host:$sasl,SSL://$host:$ssl
 controller.listener.names=CONTROLLER
 inter.broker.listener.name=PLAINTEXT
@@ -168,7 +178,10 @@ share.coordinator.state.topic.min.isr=1
 group.initial.rebalance.delay.ms=0
 log.retention.check.interval.ms=5000
 delete.topic.enable=true
+replica.selector.class=org.apache.kafka.common.replica.RackAwareReplicaSelector
 PROPS
+	if [ -n "${KAFKA_RACK:-}" ]; then echo "broker.rack=$KAFKA_RACK" >>"$dir/server.properties"; fi
+	if [ -n "${KAFKA_PROPS:-}" ]; then printf '%s\n' "$KAFKA_PROPS" >>"$dir/server.properties"; fi
 	cat >"$dir/log4j2.yaml" <<'LOG'
 Configuration:
   Appenders:
@@ -185,11 +198,10 @@ Configuration:
     Logger:
       - name: kafka.server.KafkaRaftServer
         level: INFO
-
 LOG
-	local cluster
+	local cluster=${KAFKA_CLUSTER_ID:-}
 	# A random id; "--cluster-id=" keeps one that starts with "-" from being read as an option.
-	cluster=$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | cut -c1-22)
+	[ -n "$cluster" ] || cluster=$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | cut -c1-22)
 	java_cmd -Dkafka.logs.file="$dir/format.log" kafka.tools.StorageTool format --cluster-id="$cluster" \
 		-c "$dir/server.properties" >"$dir/format.out" 2>&1 ||
 		{ cat "$dir/format.out" >&2; die "formatting the storage failed"; }
@@ -202,6 +214,8 @@ LOG
 		-cp "$libs/*" kafka.Kafka "$dir/server.properties" >"$dir/stdout.log" 2>&1 </dev/null &
 	echo $! >"$dir/pid"
 	echo "$port" >"$dir/port"
+	echo "$cluster" >"$dir/cluster-id"
+	echo "${KAFKA_CONTROLLER:-1@127.0.0.1:$ctl}" >"$dir/controller"
 	local deadline=$((SECONDS + ${KAFKA_START_TIMEOUT:-90})) began=$SECONDS
 	until grep -q "Kafka Server started" "$dir/server.log" 2>/dev/null &&
 		(exec 3<>"/dev/tcp/$host/$port") 2>/dev/null; do

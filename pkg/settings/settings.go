@@ -63,6 +63,7 @@ func Kafka(c *kafkaconn.Config, prefix string) []Setting {
 			Usage: "Kafka seed brokers, host:port, comma-separated (required)", Value: List(&c.Brokers),
 		},
 		s("kafka-client-id", "client id sent to Kafka", String(&c.ClientID)),
+		s("kafka-client-rack", "rack (availability zone) of this client: the live feed fetches from a replica in it when the cluster's replica selector is rack-aware (default: the leader)", String(&c.Rack)),
 		s("kafka-tls", "connect to Kafka with TLS", Bool(&c.TLS.Enabled)),
 		s("kafka-tls-ca-file", "PEM file of CAs to trust (default: system roots); implies TLS", String(&c.TLS.CAFile)),
 		s("kafka-tls-cert-file", "PEM client certificate for mutual TLS; implies TLS", String(&c.TLS.CertFile)),

@@ -72,6 +72,9 @@ seccompProfile:
 {{- define "ssegate.kafkaConfig" -}}
 kafka-brokers: {{ required "kafka.brokers is required" (join "," .Values.kafka.brokers) | quote }}
 kafka-client-id: {{ .Values.kafka.clientId | quote }}
+{{- with .Values.kafka.clientRack }}
+kafka-client-rack: {{ . | quote }}
+{{- end }}
 {{- if .Values.kafka.tls.enabled }}
 kafka-tls: true
 {{- with .Values.kafka.tls.caSecret }}

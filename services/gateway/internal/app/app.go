@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -42,6 +43,8 @@ type App struct {
 	replays *replay.Pool
 	// replayLog is the Kafka client the replays read with.
 	replayLog *replay.KafkaLog
+	// fetched counts what the feed read, by broker.
+	fetched brokerBytes
 	// checkpoints writes the checkpoints of compact ids (nil with id-format v1).
 	checkpoints *checkpoint.Writer
 	// streamTopics are what streams read, per topic: the ring, and Kafka through the feed and replays.
@@ -154,7 +157,7 @@ func (a *App) newKafka(kopts []kgo.Opt, formats map[string]feed.ValueFormat) (*c
 	if err := a.cfg.ringFeed(&fc); err != nil {
 		return nil, err
 	}
-	f, err := feed.New(fc, kopts...)
+	f, err := feed.New(fc, append(slices.Clone(kopts), kgo.WithHooks(&a.fetched))...)
 	if err != nil {
 		return nil, err
 	}
@@ -224,6 +227,9 @@ func (a *App) newMetrics(res *sdkresource.Resource, obs *observer) error {
 	}
 	a.telemetry = t
 	if err := t.registerFlow(a.feed, obs); err != nil {
+		return err
+	}
+	if err := t.registerKafka(&a.fetched); err != nil {
 		return err
 	}
 	if a.httpClients, a.httpAdmin, err = t.httpMetrics(); err != nil {

@@ -380,50 +380,6 @@ func TestChartRequiredValues(t *testing.T) {
 	}
 }
 
-// TestChartSASLPlaintext: SASL PLAIN renders without TLS only with kafka.sasl.allowPlaintext, which reaches both
-// services' configuration as kafka-sasl-allow-plaintext; with TLS, or with SCRAM, no allowance is needed.
-func TestChartSASLPlaintext(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		tls   bool
-		sasl  map[string]any
-		allow bool // kafka-sasl-allow-plaintext in the configuration
-	}{
-		{"PLAIN allowed without TLS", false, map[string]any{"mechanism": "PLAIN", "allowPlaintext": true}, true},
-		{"PLAIN with TLS", true, map[string]any{"mechanism": "PLAIN"}, false},
-		{"SCRAM without TLS", false, map[string]any{"mechanism": "SCRAM-SHA-256"}, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			tc.sasl["username"], tc.sasl["passwordSecret"] = "u", map[string]any{"name": "pw"}
-			vals := map[string]any{
-				"kafka":   map[string]any{"brokers": []any{"k:9092"}, "tls": map[string]any{"enabled": tc.tls}, "sasl": tc.sasl},
-				"gateway": map[string]any{"topics": []any{"t"}},
-				"ingest": map[string]any{
-					"enabled": true, "sources": []any{map[string]any{"name": "wiki", "url": "https://stream.example.com/sse", "topic": "wiki"}},
-				},
-				"redis": map[string]any{"addr": "redis:6379"},
-			}
-			out, err := renderChart(t, vals)
-			if err != nil {
-				t.Fatal(err)
-			}
-			configs := 0
-			for name, body := range out {
-				if !strings.Contains(body, "kafka-sasl-mechanism:") {
-					continue
-				}
-				configs++
-				if got := strings.Contains(body, "kafka-sasl-allow-plaintext: true"); got != tc.allow {
-					t.Errorf("%s: kafka-sasl-allow-plaintext %v, want %v", name, got, tc.allow)
-				}
-			}
-			if configs < 2 {
-				t.Fatalf("%d configurations with SASL rendered, want the gateway's and the ingest's", configs)
-			}
-		})
-	}
-}
-
 // TestChartSchema: values.schema.json and the README's values table are what values.yaml says, a value of
 // the wrong type or an unknown value is refused before anything renders, and random values of the right
 // types render.
@@ -576,70 +532,5 @@ func TestHelmLint(t *testing.T) {
 				t.Errorf("helm lint: %s", m)
 			}
 		})
-	}
-}
-
-// TestChartOAuthBearer: with OAUTHBEARER both services get the token endpoint, client id, scope and the
-// client secret as a file from its Secret, and no username or password; a missing token endpoint, client id
-// or Secret fails the install with a message naming the value.
-func TestChartOAuthBearer(t *testing.T) {
-	vals := func(oauth map[string]any) map[string]any {
-		return map[string]any{
-			"kafka": map[string]any{
-				"brokers": []any{"k:9092"}, "tls": map[string]any{"enabled": true},
-				"sasl": map[string]any{"mechanism": "OAUTHBEARER", "oauth": oauth},
-			},
-			"gateway": map[string]any{"topics": []any{"t"}},
-			"ingest": map[string]any{
-				"enabled": true, "sources": []any{map[string]any{"name": "wiki", "url": "https://stream.example.com/sse", "topic": "wiki"}},
-			},
-			"redis": map[string]any{"addr": "redis:6379"},
-		}
-	}
-	full := func() map[string]any {
-		return map[string]any{
-			"tokenUrl": "https://idp.example/oauth2/token", "clientId": "ssegate", "scope": "kafka",
-			"extensions":         map[string]any{"logicalCluster": "lkc-1"},
-			"clientSecretSecret": map[string]any{"name": "kafka-oauth", "key": "secret"},
-		}
-	}
-	out, err := renderChart(t, vals(full()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	configs, volumes := 0, 0
-	for name, body := range out {
-		if strings.Contains(body, "kafka-sasl-mechanism:") {
-			configs++
-			for _, want := range []string{
-				`kafka-sasl-oauth-token-url: "https://idp.example/oauth2/token"`, `kafka-sasl-oauth-client-id: "ssegate"`,
-				"kafka-sasl-oauth-client-secret-file: /etc/ssegate/kafka-sasl/client-secret", `kafka-sasl-oauth-scope: "kafka"`,
-				`kafka-sasl-oauth-extensions: {"logicalCluster":"lkc-1"}`,
-			} {
-				if !strings.Contains(body, want) {
-					t.Errorf("%s: no %q", name, want)
-				}
-			}
-			if strings.Contains(body, "kafka-sasl-username") || strings.Contains(body, "kafka-sasl-password-file") {
-				t.Errorf("%s: a username or password with OAUTHBEARER", name)
-			}
-		}
-		if strings.Contains(body, `secretName: "kafka-oauth"`) && strings.Contains(body, `{key: "secret", path: client-secret}`) {
-			volumes++
-		}
-	}
-	if configs < 2 || volumes < 2 {
-		t.Fatalf("%d configurations with OAUTHBEARER and %d workloads mounting its Secret, want 2 of each (gateway and ingest)", configs, volumes)
-	}
-	for value, del := range map[string]func(map[string]any){
-		"kafka.sasl.oauth.tokenUrl":                func(o map[string]any) { delete(o, "tokenUrl") },
-		"kafka.sasl.oauth.clientId":                func(o map[string]any) { delete(o, "clientId") },
-		"kafka.sasl.oauth.clientSecretSecret.name": func(o map[string]any) { delete(o, "clientSecretSecret") },
-	} {
-		o := full()
-		del(o)
-		if _, err := renderChart(t, vals(o)); err == nil || !strings.Contains(err.Error(), value) {
-			t.Errorf("without %s: %v, want an error naming it", value, err)
-		}
 	}
 }

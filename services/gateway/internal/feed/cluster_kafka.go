@@ -22,12 +22,15 @@ var ErrClosed = errors.New("feed: cluster closed")
 type kafkaCluster struct {
 	cl  *kgo.Client
 	adm *kadm.Client
+	// watch notices brokers the client cannot reach, when it has a rack (nil without): see replicaWatch.
+	watch *replicaWatch
 }
 
 // NewKafkaCluster returns the Cluster that kafkaOpts (brokers, TLS, SASL) reach. It does not touch the
 // network.
 func NewKafkaCluster(kafkaOpts ...kgo.Opt) (Cluster, error) {
-	opts := append(slices.Clone(kafkaOpts),
+	watch := &replicaWatch{}
+	opts := append(slices.Clone(kafkaOpts), kgo.WithHooks(watch),
 		// Metadata answers (partitions, and the partitions offsets are listed for) are at most this old:
 		// a partition added a moment ago is known to a resume that names it.
 		kgo.MetadataMinAge(250*time.Millisecond),
@@ -39,7 +42,11 @@ func NewKafkaCluster(kafkaOpts ...kgo.Opt) (Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("feed: kafka client: %w", err)
 	}
-	return &kafkaCluster{cl: cl, adm: kadm.NewClient(cl)}, nil
+	k := &kafkaCluster{cl: cl, adm: kadm.NewClient(cl)}
+	if rack, _ := cl.OptValue(kgo.Rack).(string); rack != "" {
+		k.watch = watch
+	}
+	return k, nil
 }
 
 func (k *kafkaCluster) Metadata(ctx context.Context, topics []string) (map[string]TopicMeta, error) {
@@ -133,7 +140,12 @@ func (k *kafkaCluster) Assign(parts map[string]map[int32]int64) {
 }
 
 func (k *kafkaCluster) Poll(ctx context.Context) ([]Fetched, error) {
-	fs := k.cl.PollFetches(ctx)
+	var fs kgo.Fetches
+	if k.watch != nil {
+		fs = k.watch.poll(ctx, k.cl)
+	} else {
+		fs = k.cl.PollFetches(ctx)
+	}
 	if fs.IsClientClosed() {
 		return nil, ErrClosed
 	}

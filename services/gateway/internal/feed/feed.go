@@ -82,6 +82,8 @@ type Feed struct {
 	kc     Cluster
 	topics map[string]*Topic
 	names  []string
+	// stalls is where each partition's reading was last seen moving (checkStalls); the refresh goroutine's.
+	stalls map[*partition]stall
 
 	refreshed atomic.Bool // a metadata refresh has succeeded
 	ready     atomic.Bool // Ready has found every topic ready once: it stays so (see Ready)
@@ -217,6 +219,9 @@ func (f *Feed) fetchLoop(ctx context.Context) {
 			t.publish(xs)
 			clear(xs)
 			byTopic[t] = xs[:0]
+		}
+		if rl, ok := f.kc.(replicaLoser); ok && rl.ReplicaLost() {
+			f.backToLeaders()
 		}
 	}
 }

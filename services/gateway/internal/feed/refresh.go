@@ -21,6 +21,9 @@ func (f *Feed) refreshLoop(ctx context.Context) {
 		case <-time.After(wait):
 		}
 		missing, err := f.refresh(ctx)
+		if err == nil {
+			f.checkStalls()
+		}
 		switch {
 		case ctx.Err() != nil:
 			return
