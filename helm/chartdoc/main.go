@@ -21,7 +21,7 @@ import (
 
 // enums restrict values whose default alone does not say what is allowed.
 var enums = map[string][]any{
-	"kafka.sasl.mechanism":   {"", "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"},
+	"kafka.sasl.mechanism":   {"", "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "AWS_MSK_IAM"},
 	"gateway.keyPartitioner": {"murmur2", "any"},
 	"gateway.logLevel":       {"debug", "info", "warn", "error"},
 	"image.pullPolicy":       {"Always", "IfNotPresent", "Never"},

@@ -21,6 +21,7 @@ const (
 	MechanismScramSHA256 = "SCRAM-SHA-256"
 	MechanismScramSHA512 = "SCRAM-SHA-512"
 	MechanismOAuthBearer = "OAUTHBEARER"
+	MechanismAWSMSKIAM   = "AWS_MSK_IAM"
 )
 
 // Config is how to reach a Kafka cluster.
@@ -34,6 +35,8 @@ type Config struct {
 	TLS TLSConfig
 	// SASL configures SASL authentication. The zero value means none.
 	SASL SASLConfig
+	// Getenv, when not nil, is where AWS_MSK_IAM reads the environment (os.Getenv when nil).
+	Getenv func(string) string
 	// Rack is the rack (availability zone) of this client: consumers fetch from a replica in it when the
 	// cluster's replica selector picks one (KIP-392, RackAwareReplicaSelector), and from the leader
 	// otherwise. Empty means the leader always.
@@ -56,7 +59,8 @@ type TLSConfig struct {
 
 // SASLConfig configures SASL authentication.
 type SASLConfig struct {
-	// Mechanism is PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER. Empty means no SASL.
+	// Mechanism is PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER or AWS_MSK_IAM (credentials from the
+	// environment, see awsSource). Empty means no SASL.
 	Mechanism string
 	// Username and Password are the credentials of PLAIN and SCRAM. Password is never logged.
 	Username, Password string
@@ -67,6 +71,13 @@ type SASLConfig struct {
 	// PLAIN without TLS. SCRAM never sends the password, and is allowed without TLS either way. With
 	// OAUTHBEARER it also lets the token endpoint be http, which sends the client secret in clear.
 	AllowPlaintext bool
+}
+
+func (c Config) getenv() func(string) string {
+	if c.Getenv != nil {
+		return c.Getenv
+	}
+	return os.Getenv
 }
 
 func (t TLSConfig) on() bool {
@@ -95,8 +106,13 @@ func (c Config) Validate() error {
 	case MechanismPlain, MechanismScramSHA256, MechanismScramSHA512:
 	case MechanismOAuthBearer:
 		return c.SASL.OAuth.validate(c.SASL.AllowPlaintext)
+	case MechanismAWSMSKIAM:
+		if !c.TLS.on() {
+			return fmt.Errorf("sasl mechanism AWS_MSK_IAM without TLS (MSK's IAM listener, port 9098, takes TLS only; turn on kafka-tls): %w", ErrAWSWithoutTLS)
+		}
+		return nil
 	default:
-		return fmt.Errorf("sasl mechanism %q (want PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER): %w", c.SASL.Mechanism, ErrMechanism)
+		return fmt.Errorf("sasl mechanism %q (want PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER or AWS_MSK_IAM): %w", c.SASL.Mechanism, ErrMechanism)
 	}
 	if c.SASL.Username == "" {
 		return fmt.Errorf("sasl username: %w", ErrNoUsername)
@@ -136,6 +152,12 @@ func (c Config) Opts() ([]kgo.Opt, error) {
 		opts = append(opts, kgo.SASL(scram.Auth{User: c.SASL.Username, Pass: c.SASL.Password}.AsSha512Mechanism()))
 	case MechanismOAuthBearer:
 		src, err := newTokenSource(c.SASL.OAuth, c.TLS.CAFile)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, kgo.SASL(src.mechanism()))
+	case MechanismAWSMSKIAM:
+		src, err := newAWSSource(c.getenv())
 		if err != nil {
 			return nil, err
 		}

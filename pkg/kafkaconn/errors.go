@@ -15,4 +15,8 @@ var (
 	ErrOAuthConfig = errors.New("kafkaconn: OAUTHBEARER needs a token endpoint, a client id and a client secret")
 	// ErrOAuthToken is a token endpoint that refused the client or gave no token.
 	ErrOAuthToken = errors.New("kafkaconn: no OAuth token")
+	// ErrAWSCredentials is AWS_MSK_IAM without credentials: none named by the environment, or none given.
+	ErrAWSCredentials = errors.New("kafkaconn: no AWS credentials")
+	// ErrAWSWithoutTLS is AWS_MSK_IAM without TLS: MSK's IAM listener takes TLS only.
+	ErrAWSWithoutTLS = errors.New("kafkaconn: AWS_MSK_IAM needs TLS")
 )

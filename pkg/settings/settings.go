@@ -70,7 +70,7 @@ func Kafka(c *kafkaconn.Config, prefix string) []Setting {
 		s("kafka-tls-key-file", "PEM key of the client certificate", String(&c.TLS.KeyFile)),
 		s("kafka-tls-server-name", "name to check in the brokers' certificates", String(&c.TLS.ServerName)),
 		s("kafka-tls-insecure-skip-verify", "do not verify broker certificates (tests only)", Bool(&c.TLS.InsecureSkipVerify)),
-		s("kafka-sasl-mechanism", "SASL mechanism: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER (default: none)", String(&c.SASL.Mechanism)),
+		s("kafka-sasl-mechanism", "SASL mechanism: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER or AWS_MSK_IAM (credentials from the AWS environment variables) (default: none)", String(&c.SASL.Mechanism)),
 		s("kafka-sasl-username", "SASL username", String(&c.SASL.Username)),
 		s("kafka-sasl-allow-plaintext", "allow SASL PLAIN without TLS, and an http OAUTHBEARER token endpoint, which send the password or secret in clear (default: refused)", Bool(&c.SASL.AllowPlaintext)),
 		{

@@ -108,7 +108,7 @@ kafka-sasl-oauth-audience: {{ . | quote }}
 kafka-sasl-oauth-extensions: {{ toJson . }}
 {{- end }}
 {{- end }}
-{{- else }}
+{{- else if ne (upper .) "AWS_MSK_IAM" }}
 kafka-sasl-username: {{ $.Values.kafka.sasl.username | quote }}
 kafka-sasl-password-file: /etc/ssegate/kafka-sasl/password
 {{- end }}
@@ -125,7 +125,7 @@ kafka-sasl-allow-plaintext: true
 {{- if and .Values.kafka.tls.enabled .Values.kafka.tls.clientCertSecret }}
 - {name: kafka-client, mountPath: /etc/ssegate/kafka-client, readOnly: true}
 {{- end }}
-{{- if .Values.kafka.sasl.mechanism }}
+{{- if and .Values.kafka.sasl.mechanism (ne (upper .Values.kafka.sasl.mechanism) "AWS_MSK_IAM") }}
 - {name: kafka-sasl, mountPath: /etc/ssegate/kafka-sasl, readOnly: true}
 {{- end }}
 {{- end -}}
@@ -146,7 +146,7 @@ kafka-sasl-allow-plaintext: true
     secretName: {{ required "kafka.sasl.oauth.clientSecretSecret.name is required with OAUTHBEARER" .oauth.clientSecretSecret.name | quote }}
     items:
       - {key: {{ .oauth.clientSecretSecret.key | quote }}, path: client-secret}
-{{- else if .mechanism }}
+{{- else if and .mechanism (ne (upper .mechanism) "AWS_MSK_IAM") }}
 - name: kafka-sasl
   secret:
     secretName: {{ required "kafka.sasl.passwordSecret.name is required with SASL" .passwordSecret.name | quote }}

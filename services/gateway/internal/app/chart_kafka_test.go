@@ -153,3 +153,30 @@ func TestChartClientRack(t *testing.T) {
 		t.Errorf("no SSEGATE_KAFKA_CLIENT_RACK from the zone label in %+v", sets[0].Spec.Template.Spec.Containers[0].Env)
 	}
 }
+
+// TestChartAWSMSKIAM: with AWS_MSK_IAM the services get the mechanism and TLS, and neither a username nor a
+// password file nor a Secret to mount: the credentials come from the pod's AWS environment.
+func TestChartAWSMSKIAM(t *testing.T) {
+	out, err := renderChart(t, map[string]any{
+		"kafka": map[string]any{
+			"brokers": []any{"b-1.msk.example:9098"}, "tls": map[string]any{"enabled": true},
+			"sasl": map[string]any{"mechanism": "AWS_MSK_IAM"},
+		},
+		"gateway": map[string]any{"topics": []any{"t"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	configs := 0
+	for name, body := range out {
+		if strings.Contains(body, `kafka-sasl-mechanism: "AWS_MSK_IAM"`) {
+			configs++
+		}
+		if strings.Contains(body, "kafka-sasl-password-file") || strings.Contains(body, "kafka-sasl-username") || strings.Contains(body, "name: kafka-sasl") {
+			t.Errorf("%s: a password, username or SASL Secret with AWS_MSK_IAM", name)
+		}
+	}
+	if configs == 0 {
+		t.Fatal("no configuration with AWS_MSK_IAM")
+	}
+}
