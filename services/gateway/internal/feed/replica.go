@@ -22,10 +22,9 @@ import (
 // lost replica again until the controller has fenced it. replicaStall is how long a partition with records to
 // read may go without reading any before it counts as stalled: well past a follower's usual delay in learning
 // the high watermark (a replica fetch waits up to 500 ms).
-const (
-	replicaRecheck = 3 * time.Second
-	replicaStall   = 5 * time.Second
-)
+const replicaRecheck = 3 * time.Second
+
+var replicaStall = 5 * time.Second // a variable for tests (SetReplicaStall)
 
 // replicaWatch is the kgo hook of a client with a rack: it notes a failed connection to a broker, and wakes the
 // poll under way so that the feed acts on it at once.
