@@ -7,6 +7,19 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 )
 
+// bothServices are chart values with kafka as given, the gateway on one topic and ingest on one source: a
+// Kafka setting must reach both services' configurations.
+func bothServices(kafka map[string]any) map[string]any {
+	return map[string]any{
+		"kafka":   kafka,
+		"gateway": map[string]any{"topics": []any{"t"}},
+		"ingest": map[string]any{
+			"enabled": true, "sources": []any{map[string]any{"name": "wiki", "url": "https://stream.example.com/sse", "topic": "wiki"}},
+		},
+		"redis": map[string]any{"addr": "redis:6379"},
+	}
+}
+
 // TestChartSASLPlaintext: SASL PLAIN renders without TLS only with kafka.sasl.allowPlaintext, which reaches both
 // services' configuration as kafka-sasl-allow-plaintext; with TLS, or with SCRAM, no allowance is needed.
 func TestChartSASLPlaintext(t *testing.T) {
@@ -22,15 +35,7 @@ func TestChartSASLPlaintext(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.sasl["username"], tc.sasl["passwordSecret"] = "u", map[string]any{"name": "pw"}
-			vals := map[string]any{
-				"kafka":   map[string]any{"brokers": []any{"k:9092"}, "tls": map[string]any{"enabled": tc.tls}, "sasl": tc.sasl},
-				"gateway": map[string]any{"topics": []any{"t"}},
-				"ingest": map[string]any{
-					"enabled": true, "sources": []any{map[string]any{"name": "wiki", "url": "https://stream.example.com/sse", "topic": "wiki"}},
-				},
-				"redis": map[string]any{"addr": "redis:6379"},
-			}
-			out, err := renderChart(t, vals)
+			out, err := renderChart(t, bothServices(map[string]any{"brokers": []any{"k:9092"}, "tls": map[string]any{"enabled": tc.tls}, "sasl": tc.sasl}))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -56,17 +61,10 @@ func TestChartSASLPlaintext(t *testing.T) {
 // or Secret fails the install with a message naming the value.
 func TestChartOAuthBearer(t *testing.T) {
 	vals := func(oauth map[string]any) map[string]any {
-		return map[string]any{
-			"kafka": map[string]any{
-				"brokers": []any{"k:9092"}, "tls": map[string]any{"enabled": true},
-				"sasl": map[string]any{"mechanism": "OAUTHBEARER", "oauth": oauth},
-			},
-			"gateway": map[string]any{"topics": []any{"t"}},
-			"ingest": map[string]any{
-				"enabled": true, "sources": []any{map[string]any{"name": "wiki", "url": "https://stream.example.com/sse", "topic": "wiki"}},
-			},
-			"redis": map[string]any{"addr": "redis:6379"},
-		}
+		return bothServices(map[string]any{
+			"brokers": []any{"k:9092"}, "tls": map[string]any{"enabled": true},
+			"sasl": map[string]any{"mechanism": "OAUTHBEARER", "oauth": oauth},
+		})
 	}
 	full := func() map[string]any {
 		return map[string]any{
@@ -119,15 +117,7 @@ func TestChartOAuthBearer(t *testing.T) {
 // TestChartClientRack: kafka.clientRack reaches both services' configuration as kafka-client-rack; with
 // kafka.clientRackFromZone the gateway's pods take it from their topology.kubernetes.io/zone label instead.
 func TestChartClientRack(t *testing.T) {
-	vals := map[string]any{
-		"kafka":   map[string]any{"brokers": []any{"k:9092"}, "clientRack": "zone-b", "clientRackFromZone": true},
-		"gateway": map[string]any{"topics": []any{"t"}},
-		"ingest": map[string]any{
-			"enabled": true, "sources": []any{map[string]any{"name": "wiki", "url": "https://stream.example.com/sse", "topic": "wiki"}},
-		},
-		"redis": map[string]any{"addr": "redis:6379"},
-	}
-	out, err := renderChart(t, vals)
+	out, err := renderChart(t, bothServices(map[string]any{"brokers": []any{"k:9092"}, "clientRack": "zone-b", "clientRackFromZone": true}))
 	if err != nil {
 		t.Fatal(err)
 	}
