@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -188,14 +189,22 @@ func TestBrowserTokenRefresh(t *testing.T) {
 	topic := kafkatest.NewTopic(t, 3, nil)
 	addr := proctest.FreeAddr(t)
 	scope := map[string]any{"topics": []string{topic}, "keys": []string{"user-42"}}
-	first := time.Now().Add(5 * time.Second).Truncate(time.Second)
+	// The first token expires 4 to 5 s after the page first asks for one, not after the test began: a browser
+	// slow to start on a busy machine must not find it expired already.
+	var firstMu sync.Mutex
+	var first time.Time
 	var refreshes atomic.Int32
 	app := appServer(t, "http://"+addr+"/streams/"+topic, func(refresh bool) string {
-		exp := first
 		if refresh {
 			refreshes.Add(1)
-			exp = time.Now().Add(time.Hour)
+			return token(t, testSecret, time.Now().Add(time.Hour), scope, nil)
 		}
+		firstMu.Lock()
+		if first.IsZero() {
+			first = time.Now().Add(5 * time.Second).Truncate(time.Second)
+		}
+		exp := first
+		firstMu.Unlock()
 		return token(t, testSecret, exp, scope, nil)
 	})
 	g := startGateway(t, []string{topic}, withAuth(t, func(c *Config) {
