@@ -1,30 +1,11 @@
 // Shared helpers of the k6 scripts: position ids and the load tool's value format.
 
-// parseID turns "v1:0-12.1-7" into {0: 12, 1: 7}; null for anything else. It accepts exactly what the
-// gateway's decoder accepts (partitions ascending, no leading zeros, partitions up to 2^31-1), except offsets
-// beyond 2^53-1, which a JavaScript number cannot hold. testdata/vectors.json holds the cases both check.
-const idPattern = /^v1:(?:(?:0|[1-9][0-9]*)-(?:0|[1-9][0-9]*)(?:\.(?:0|[1-9][0-9]*)-(?:0|[1-9][0-9]*))*)?$/;
+// parseID turns "v1:0-12.1-7" into {0: 12, 1: 7}; null for anything else. It is the browser client's own
+// (the gateway serves it as /ssegate.js), so the id logic exists once in JavaScript; testdata/vectors.json
+// holds the cases it and the gateway's decoder both check.
+import { parseID } from "../../services/gateway/internal/app/dashboard/ssegate.js";
 
-export function parseID(id) {
-  if (typeof id !== "string" || id.length > 32 * 1024 || !idPattern.test(id)) {
-    return null;
-  }
-  const out = {};
-  const body = id.slice(3);
-  if (body === "") {
-    return out;
-  }
-  let prev = -1;
-  for (const entry of body.split(".")) {
-    const [p, o] = entry.split("-").map(Number);
-    if (p <= prev || p > 2147483647 || !Number.isSafeInteger(o)) {
-      return null;
-    }
-    prev = p;
-    out[p] = o;
-  }
-  return out;
-}
+export { parseID };
 
 // Positions follows one client's stream and counts lost and duplicated records from the ids alone, as the
 // Go tool does: each frame must move the vector by exactly one offset in one partition. Offsets of a topic

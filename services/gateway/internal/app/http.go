@@ -78,6 +78,7 @@ func (a *App) routes() *gin.Engine {
 	r.GET("/ws/:topic", cors, a.handleWebSocket)
 	r.GET("/", cors, a.handleDashboard)
 	r.OPTIONS("/", cors, handleOptions)
+	r.GET("/ssegate.js", handleClientModule)
 	publishCORS := a.cors.handlerFor(publishCORSRoute, a.refuseOrigin)
 	r.POST("/topics/:topic/records", publishCORS, a.handlePublish)
 	r.OPTIONS("/topics/:topic/records", publishCORS, handlePublishOptions)
@@ -188,6 +189,23 @@ func (a *App) handleReady(c *gin.Context) {
 }
 
 var dashboardTmpl = template.Must(template.ParseFS(dashboardFS, "dashboard/index.html"))
+
+// clientModule is the browser client (dashboard/ssegate.js), which the dashboard and pages of any origin
+// import: public code, so any origin may load it (a module script is fetched with CORS).
+var clientModule = func() []byte {
+	b, err := dashboardFS.ReadFile("dashboard/ssegate.js")
+	if err != nil {
+		panic(err) // embedded: only a broken build gets here
+	}
+	return b
+}()
+
+func handleClientModule(c *gin.Context) {
+	c.Header("Access-Control-Allow-Origin", "*")
+	c.Header("Cache-Control", "no-cache")
+	c.Header("X-Content-Type-Options", "nosniff")
+	c.Data(http.StatusOK, "text/javascript; charset=utf-8", clientModule)
+}
 
 func (a *App) handleDashboard(c *gin.Context) {
 	c.Header("Content-Type", "text/html; charset=utf-8")

@@ -1,0 +1,120 @@
+package app
+
+import (
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/ssegate/ssegate/pkg/kafkatest"
+	"github.com/ssegate/ssegate/pkg/position"
+)
+
+// clientPage is a page of another origin that uses the client module the gateway serves (/ssegate.js), as an
+// application would: it imports it from the gateway and keeps an account of what connect hands it.
+var clientPage = template.Must(template.New("client").Parse(`<!doctype html>
+<html><head><meta charset="utf-8"><title>client</title></head><body>
+<script type="module">
+import { connect } from "{{.Gateway}}/ssegate.js";
+const seen = window.ssegate = { opens: 0, events: [], resyncs: [], closed: false, stored: sessionStorage.length };
+connect("{{.Stream}}", {
+  onOpen: () => { seen.opens++; },
+  onError: (e) => { if (e.closed) seen.closed = true; },
+  onRecord: (r) => seen.events.push({ type: r.type, id: r.id, text: r.text ?? null, bytes: r.bytes ? Array.from(r.bytes) : null }),
+  onResync: (r) => seen.resyncs.push(r),
+});
+</script></body></html>`))
+
+// clientReport is what the page saw, before and after its reload.
+type clientReport struct {
+	Opens, Stored int
+	Closed        bool
+	Events        []struct {
+		Type, ID string
+		Text     *string
+		Bytes    []byte
+	}
+}
+
+// TestBrowserClientModule: in Chromium, a page of another origin imports the client module from the gateway
+// and follows a stream with it; the page is reloaded in the middle, and the module resumes from the position
+// it kept in sessionStorage (an EventSource alone would start over from the latest record): every record
+// once, in order, across the reload. Values that are not text arrive as bytes, decoded from base64.
+func TestBrowserClientModule(t *testing.T) {
+	browserTools(t)
+	topic := kafkatest.NewTopic(t, 2, nil)
+	var g *gateway
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_ = clientPage.Execute(w, map[string]string{"Gateway": g.url, "Stream": g.url + "/streams/" + topic})
+	})
+	app := httptest.NewServer(mux)
+	t.Cleanup(app.Close)
+	g = startGateway(t, []string{topic}, func(c *Config) {
+		c.CORS.Origins = []string{app.URL}
+		c.CORS.Credentials = true
+	})
+	g.waitReady(t)
+	const n, reloadAt = 40, 15
+	value := func(i int) []byte {
+		if i%5 == 4 {
+			return []byte{0xff, 0x00, byte(i)} // not UTF-8: base64 on the wire
+		}
+		return fmt.Appendf(nil, "record-%d", i)
+	}
+	cl := kafkatest.Client(t, kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	_, lines := startDriver(t, 2*time.Minute, nil, "reload.mjs", app.URL+"/", fmt.Sprint(reloadAt), fmt.Sprint(n), "60000")
+	if !lines.Scan() || lines.Text() != "open" {
+		t.Fatalf("the page did not open its stream: %q %v", lines.Text(), lines.Err())
+	}
+	produced := make(chan error, 1)
+	go func() {
+		for i := range n {
+			// Records of both partitions, 30 ms apart: live and replayed (by timestamp) alike, the page gets
+			// them in the order produced.
+			if err := cl.ProduceSync(t.Context(), &kgo.Record{Partition: int32(i % 2), Value: value(i)}).FirstErr(); err != nil {
+				produced <- err
+				return
+			}
+			time.Sleep(30 * time.Millisecond)
+		}
+		produced <- nil
+	}()
+	if !lines.Scan() {
+		t.Fatalf("no report from the page: %v", lines.Err())
+	}
+	if err := <-produced; err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+	var r struct{ Before, After clientReport }
+	if err := json.Unmarshal(lines.Bytes(), &r); err != nil {
+		t.Fatalf("report: %v: %s", err, lines.Text())
+	}
+	if r.After.Stored != 1 || r.After.Closed || r.Before.Closed {
+		t.Fatalf("after the reload sessionStorage held %d items (want the position), closed before %v after %v", r.After.Stored, r.Before.Closed, r.After.Closed)
+	}
+	events := slices.Concat(r.Before.Events, r.After.Events)
+	if len(events) != n {
+		t.Fatalf("%d records before the reload and %d after, want %d in all", len(r.Before.Events), len(r.After.Events), n)
+	}
+	for i, ev := range events {
+		want := value(i)
+		got := ev.Bytes
+		if ev.Text != nil {
+			got = []byte(*ev.Text)
+		}
+		if ev.Type != "message" || string(got) != string(want) || (i%5 == 4) != (ev.Bytes != nil) {
+			t.Fatalf("record %d: %+v (text %v), want %q", i, ev, ev.Text, want)
+		}
+		if _, err := position.Parse(ev.ID); err != nil {
+			t.Fatalf("record %d: id %q: %v", i, ev.ID, err)
+		}
+	}
+}
