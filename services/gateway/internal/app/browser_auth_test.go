@@ -40,9 +40,9 @@ es.addEventListener("token-expiring", async () => {
 es.addEventListener("token-expired", () => { seen.expired++; });
 </script></body></html>`))
 
-// appServer serves crossOriginPage for a stream URL, setting the token cookie tokenFor gives (the first
-// visit's, and each refresh's) as an HttpOnly cookie.
-func appServer(t *testing.T, streamURL string, tokenFor func(refresh bool) string) *httptest.Server {
+// appServer serves page executed with data, setting the token cookie tokenFor gives (the first visit's, and
+// each refresh's, POST /refresh) as an HttpOnly cookie.
+func appServer(t *testing.T, page *template.Template, data any, tokenFor func(refresh bool) string) *httptest.Server {
 	t.Helper()
 	setCookie := func(w http.ResponseWriter, refresh bool) {
 		// No Domain: a host-only cookie for 127.0.0.1, which browsers send to every port of it (cookies do
@@ -53,7 +53,7 @@ func appServer(t *testing.T, streamURL string, tokenFor func(refresh bool) strin
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
 		setCookie(w, false)
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		_ = crossOriginPage.Execute(w, streamURL)
+		_ = page.Execute(w, data)
 	})
 	mux.HandleFunc("POST /refresh", func(w http.ResponseWriter, _ *http.Request) {
 		setCookie(w, true)
@@ -134,8 +134,8 @@ func TestBrowserCrossOriginCookie(t *testing.T) {
 	addr := proctest.FreeAddr(t)
 	gatewayURL := "http://" + addr + "/streams/" + topic
 	tok := token(t, testSecret, time.Now().Add(time.Hour), map[string]any{"topics": []string{topic}, "keys": []string{"user-42"}}, nil)
-	app := appServer(t, gatewayURL, func(bool) string { return tok })
-	other := appServer(t, gatewayURL, func(bool) string { return tok })
+	app := appServer(t, crossOriginPage, gatewayURL, func(bool) string { return tok })
+	other := appServer(t, crossOriginPage, gatewayURL, func(bool) string { return tok })
 	conf := withAuth(t, func(c *Config) {
 		c.Listen, c.Retry, c.Drain = addr, 300*time.Millisecond, 0
 		c.CORS.Origins = []string{app.URL}
@@ -185,6 +185,13 @@ func TestBrowserCrossOriginCookie(t *testing.T) {
 // asks its own origin for a new cookie, and when the gateway ends the stream at the token's expiry, its
 // EventSource reconnects by itself with the new cookie and resumes exactly: every record once, in order.
 func TestBrowserTokenRefresh(t *testing.T) {
+	tokenRefresh(t, false)
+}
+
+// tokenRefresh is TestBrowserTokenRefresh, with a page of its own (crossOriginPage) or one using the client
+// module (clientPage, module: its renewToken asks for the new cookie, and the module opens the stream again
+// itself after token-expired).
+func tokenRefresh(t *testing.T, module bool) {
 	browserTools(t)
 	topic := kafkatest.NewTopic(t, 3, nil)
 	addr := proctest.FreeAddr(t)
@@ -194,7 +201,11 @@ func TestBrowserTokenRefresh(t *testing.T) {
 	var firstMu sync.Mutex
 	var first time.Time
 	var refreshes atomic.Int32
-	app := appServer(t, "http://"+addr+"/streams/"+topic, func(refresh bool) string {
+	tmpl, data := crossOriginPage, any("http://"+addr+"/streams/"+topic)
+	if module {
+		tmpl, data = clientPage, map[string]string{"Gateway": "http://" + addr, "Stream": "http://" + addr + "/streams/" + topic}
+	}
+	app := appServer(t, tmpl, data, func(refresh bool) string {
 		if refresh {
 			refreshes.Add(1)
 			return token(t, testSecret, time.Now().Add(time.Hour), scope, nil)

@@ -22,12 +22,16 @@ var clientPage = template.Must(template.New("client").Parse(`<!doctype html>
 <html><head><meta charset="utf-8"><title>client</title></head><body>
 <script type="module">
 import { connect } from "{{.Gateway}}/ssegate.js";
-const seen = window.ssegate = { opens: 0, events: [], resyncs: [], closed: false, stored: sessionStorage.length };
+const seen = window.ssegate = { opens: 0, events: [], resyncs: [], closed: false, stored: sessionStorage.length,
+  expiring: 0, expired: 0, refreshed: 0 };
 connect("{{.Stream}}", {
   onOpen: () => { seen.opens++; },
   onError: (e) => { if (e.closed) seen.closed = true; },
-  onRecord: (r) => seen.events.push({ type: r.type, id: r.id, text: r.text ?? null, bytes: r.bytes ? Array.from(r.bytes) : null }),
+  onRecord: (r) => seen.events.push({ type: r.type, id: r.id, data: r.data, text: r.text ?? null, bytes: r.bytes ? Array.from(r.bytes) : null }),
   onResync: (r) => seen.resyncs.push(r),
+  onTokenExpiring: () => { seen.expiring++; },
+  onTokenExpired: () => { seen.expired++; },
+  renewToken: async () => { if ((await fetch("/refresh", { method: "POST" })).ok) seen.refreshed++; },
 });
 </script></body></html>`))
 
@@ -117,4 +121,11 @@ func TestBrowserClientModule(t *testing.T) {
 			t.Fatalf("record %d: id %q: %v", i, ev.ID, err)
 		}
 	}
+}
+
+// TestBrowserClientTokenRenewal: TestBrowserTokenRefresh with the client module: its renewToken gets the new
+// cookie at token-expiring, and when the gateway ends the stream at the token's expiry the module opens it
+// again itself, from its position, with the new cookie: every record once, in order.
+func TestBrowserClientTokenRenewal(t *testing.T) {
+	tokenRefresh(t, true)
 }
