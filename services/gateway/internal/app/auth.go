@@ -119,6 +119,9 @@ func (gr grant) apply(g *gate, p *stream.Params) error {
 		}
 		return &auth.Error{Reason: auth.ReasonInsufficientScope, Detail: detail, Err: err}
 	}
+	if err := p.NarrowFilter(gr.claims.Scope.Filter); err != nil {
+		return &auth.Error{Reason: auth.ReasonBadClaim, Detail: "the token's filter: " + err.Error(), Err: err}
+	}
 	p.Expires = gr.claims.Expires.Add(g.leeway)
 	p.ExpiryNotice = g.notice
 	return nil

@@ -74,6 +74,10 @@ type Scope struct {
 	// PublishKeys, when not nil, are the only record keys the token may publish (a record without a key is
 	// then refused too).
 	PublishKeys []string
+	// Filter, when not empty, is a filter expression (package valuefilter) every stream of the token gets,
+	// combined with the client's own filter by AND: row-level access the client cannot widen. It is
+	// compiled when it is first used, checked here only for its length.
+	Filter string
 }
 
 // AllowsPublish says whether the scope lets its token publish into topic.
@@ -106,6 +110,10 @@ func (s *Scope) AllowsTopic(topic string) bool {
 // parseScope reads the scope claim's JSON strictly: an object with a topics list and optional keys and events
 // lists of non-empty strings, nothing else. A list given as null is refused: an issuer's serializer writes a
 // nil slice as null, which is ambiguous between "none" and "any", so it is neither.
+// maxFilter is the longest filter a token may carry (valuefilter.MaxLength; the auth package does not
+// compile it).
+const maxFilter = 1024
+
 func parseScope(raw []byte) (*Scope, error) {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
@@ -113,7 +121,7 @@ func parseScope(raw []byte) (*Scope, error) {
 	}
 	for name, v := range fields {
 		if bytes.Equal(v, []byte("null")) {
-			return nil, fmt.Errorf("%s: want a list, got null", name)
+			return nil, fmt.Errorf("%s: want a value, got null", name)
 		}
 	}
 	var js struct {
@@ -122,6 +130,7 @@ func parseScope(raw []byte) (*Scope, error) {
 		Events      *[]string `json:"events"`
 		Publish     *[]string `json:"publish"`
 		PublishKeys *[]string `json:"publish_keys"`
+		Filter      *string   `json:"filter"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
@@ -155,6 +164,12 @@ func parseScope(raw []byte) (*Scope, error) {
 	}
 	if js.PublishKeys != nil {
 		s.PublishKeys = append([]string{}, *js.PublishKeys...)
+	}
+	if js.Filter != nil {
+		if *js.Filter == "" || len(*js.Filter) > maxFilter {
+			return nil, fmt.Errorf("filter: want an expression of 1 to %d bytes", maxFilter)
+		}
+		s.Filter = *js.Filter
 	}
 	return s, nil
 }

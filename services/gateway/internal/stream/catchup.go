@@ -201,7 +201,7 @@ func (c *conn) replay(ctx context.Context, t *Topic, p *kept, ranges []replay.Ra
 	var metaBuf []byte // scratch for a record's meta line
 	err := t.Replay.ReadWith(ctx, t.Name, c.epoch, ranges, waits, func(rec *kgo.Record) error {
 		c.pos.Set(rec.Partition, rec.Offset)
-		if !p.keeps(rec.Key, func() string { return recordType(rec) }) {
+		if !p.keeps(rec.Key, func() string { return recordType(rec) }, func() []byte { return rec.Value }) {
 			return nil
 		}
 		if err := pace.take(ctx); err != nil {

@@ -115,14 +115,18 @@ func (c *conn) keepAliveIfDue() error {
 	return c.write([][]byte{keepAliveComment})
 }
 
-// keeps says the stream's filters let a record through: its key (key=) and its event type (event=), which
-// typ gives and is asked only when the stream filters by type. Ring frames and records read back from Kafka
-// go through it alike.
-func (p *kept) keeps(key []byte, typ func() string) bool {
+// keeps says the stream's filters let a record through: its key (key=), its event type (event=), which typ
+// gives, and the filter expression (filter=, a token's filter) over its value, which value gives; typ and
+// value are asked only when a filter needs them. Ring frames and records read back from Kafka go through it
+// alike.
+func (p *kept) keeps(key []byte, typ func() string, value func() []byte) bool {
 	if len(p.Events) > 0 && !p.Events[typ()] {
 		return false
 	}
-	return len(p.Keys) == 0 || p.Keys[string(key)]
+	if len(p.Keys) > 0 && !p.Keys[string(key)] {
+		return false
+	}
+	return p.Filter == nil || p.Filter.Match(value(), key, typ())
 }
 
 // deliverFrame is deliver without the write: it appends to c.buf what the client gets of f.
@@ -148,7 +152,8 @@ func (c *conn) deliverFrame(f ring.Frame, p *kept) (synced bool) {
 			synced = v.Equal(c.pos)
 		}
 	}
-	if !feedResync(f, nl) && !p.keeps(f.Key, func() string { return frameType(f.Bytes[nl+1:]) }) {
+	if !feedResync(f, nl) && !p.keeps(f.Key, func() string { return frameType(f.Bytes[nl+1:]) },
+		func() []byte { return frameValue(f.Bytes[nl+1:], c.t.ValueFormat) }) {
 		return synced
 	}
 	switch {
@@ -191,6 +196,46 @@ func frameType(rest []byte) string {
 		rest = rest[:i]
 	}
 	return string(rest)
+}
+
+// frameValue returns the record value of a frame whose id line was cut off: its data lines joined, decoded
+// from base64 when the topic's format marks it so; nil for a tombstone (whose data is its key). A value the
+// text format rewrote (CR to LF) comes back rewritten.
+func frameValue(rest []byte, vf feed.ValueFormat) []byte {
+	if bytes.HasPrefix(rest, []byte("event: delete\n")) {
+		return nil
+	}
+	var out []byte
+	lines := 0
+	for len(rest) > 0 {
+		line := rest
+		if i := bytes.IndexByte(rest, '\n'); i >= 0 {
+			line, rest = rest[:i], rest[i+1:]
+		} else {
+			rest = nil
+		}
+		data, ok := bytes.CutPrefix(line, []byte("data:"))
+		if !ok {
+			continue
+		}
+		data, _ = bytes.CutPrefix(data, []byte(" "))
+		if lines > 0 {
+			out = append(out, '\n')
+		}
+		out = append(out, data...)
+		lines++
+	}
+	if vf != feed.ValueText {
+		if enc, ok := bytes.CutPrefix(out, []byte(feed.Base64Prefix)); ok {
+			if dec, err := base64.StdEncoding.AppendDecode([]byte{}, enc); err == nil {
+				return dec
+			}
+		}
+	}
+	if out == nil {
+		out = []byte{} // an empty value, not a tombstone
+	}
+	return out
 }
 
 // recordType returns the event type the frame of rec has.

@@ -48,3 +48,33 @@ func TestEventTypeRingAndReplayAgree(t *testing.T) {
 		})
 	}
 }
+
+// TestValueRingAndReplayAgree: the value filter reads a ring frame's value from the frame's data lines
+// (frameValue) and a record read back from Kafka's value from the record. Both must give the same value, in
+// every value format, or a filtered stream would keep a frame live and drop it on a resume; only the text
+// format's rewriting of CR to LF shows.
+func TestValueRingAndReplayAgree(t *testing.T) {
+	for _, value := range [][]byte{
+		[]byte(`{"amount":150,"region":"eu"}`),
+		[]byte("{\n  \"multi\": \"line\"\n}"),
+		[]byte(""),
+		{0xff, 0x00, 0x01},
+		[]byte("base64:not really"),
+		[]byte("ends with a newline\n"),
+		nil, // a tombstone
+	} {
+		for _, vf := range []feed.ValueFormat{feed.ValueAuto, feed.ValueBase64, feed.ValueText} {
+			rec := &kgo.Record{Key: []byte("k"), Value: value}
+			frame := feed.AppendFrame(nil, []byte("v1:0-1"), rec, vf)
+			nl := bytes.IndexByte(frame, '\n')
+			got := frameValue(frame[nl+1:], vf)
+			want := value
+			if vf == feed.ValueText {
+				want = bytes.ReplaceAll(value, []byte("\r"), []byte("\n"))
+			}
+			if !bytes.Equal(got, want) || (got == nil) != (value == nil) {
+				t.Errorf("format %v, value %q: frame %q gives %q", vf, value, frame, got)
+			}
+		}
+	}
+}

@@ -6,7 +6,10 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
+
+	"github.com/ssegate/ssegate/services/gateway/internal/valuefilter"
 )
 
 // Bounds of the heartbeat query parameter, in milliseconds (0 turns heartbeats off).
@@ -47,6 +50,9 @@ type Params struct {
 	// Keys, when not empty, keeps only records with these keys; the stream's ids then list only the
 	// partitions the keys are in (see Topic.KeysAnyPartition).
 	Keys map[string]bool
+	// Filter, when not nil, keeps only records it matches (the filter query parameter, combined by AND with
+	// a token's filter, see NarrowFilter).
+	Filter *valuefilter.Program
 	// Explain (the explain=1 query parameter) makes a resuming stream say where its resume comes from: an
 	// "event: resumed" frame, with the client's position as its id and ResumedData as its data, before the
 	// frames it missed. For dashboards and debugging; other clients never see the event.
@@ -66,13 +72,14 @@ type kept struct {
 	Heartbeat time.Duration
 	Events    map[string]bool
 	Keys      map[string]bool
+	Filter    *valuefilter.Program
 	OnEnd     func(CloseReason)
 	Explain   bool
 	expires   int64 // Params.Expires in Unix seconds (the token frames name it to the second); 0 for never
 }
 
 func (p *Params) kept() kept {
-	k := kept{Heartbeat: p.Heartbeat, Events: p.Events, Keys: p.Keys, OnEnd: p.OnEnd, Explain: p.Explain}
+	k := kept{Heartbeat: p.Heartbeat, Events: p.Events, Keys: p.Keys, Filter: p.Filter, OnEnd: p.OnEnd, Explain: p.Explain}
 	if !p.Expires.IsZero() {
 		k.expires = p.Expires.Unix()
 	}
@@ -169,6 +176,13 @@ func ParseParams(q url.Values, h http.Header, defaultHeartbeat time.Duration) (P
 			p.Keys[k] = true
 		}
 	}
+	if v, ok, err := single(q, "filter"); err != nil {
+		return p, err
+	} else if ok {
+		if p.Filter, err = valuefilter.Compile(v); err != nil {
+			return p, &ParamError{Param: "filter", Msg: strings.TrimPrefix(err.Error(), "valuefilter: ")}
+		}
+	}
 	// The header wins: EventSource sends it by itself on every reconnect, while the query parameter is what
 	// the page was first opened with.
 	if id := h.Get("Last-Event-ID"); id != "" {
@@ -223,6 +237,19 @@ func (p *Params) Narrow(keys, events []string) error {
 		}
 	}
 	return nil
+}
+
+// NarrowFilter adds a token's filter expression to p's: the stream gets what both match. An expression that
+// does not compile is an error (the token's issuer wrote it).
+func (p *Params) NarrowFilter(expr string) error {
+	if expr == "" {
+		return nil
+	}
+	tf, err := valuefilter.Compile(expr)
+	if err == nil {
+		p.Filter, err = valuefilter.And(tf, p.Filter)
+	}
+	return err
 }
 
 // narrow returns the values of asked (all of allowed when asked is empty) that allowed has.

@@ -409,7 +409,9 @@ func (c *conn) parkable() bool {
 }
 
 // filtered says the stream has an event or key filter, so it always takes the slow path.
-func (c *conn) filtered() bool { return len(c.p.Events) > 0 || len(c.p.Keys) > 0 || c.meta }
+func (c *conn) filtered() bool {
+	return len(c.p.Events) > 0 || len(c.p.Keys) > 0 || c.p.Filter != nil || c.meta
+}
 
 // rejoin catches the stream up after its cursor fell out of the ring or its partitions changed: it takes the
 // position the client has, recomputes a key filter's partitions (those of the new partition count join the

@@ -1,0 +1,140 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/ssegate/ssegate/pkg/kafkatest"
+	"github.com/ssegate/ssegate/pkg/position"
+)
+
+// order is a record value of the filter tests.
+type order struct {
+	N      int    `json:"n"`
+	Amount int    `json:"amount"`
+	Region string `json:"region"`
+}
+
+func orders(n int) []*kgo.Record {
+	var recs []*kgo.Record
+	for i := range n {
+		v, _ := json.Marshal(order{N: i, Amount: (i * 37) % 200, Region: []string{"eu", "us"}[i%2]})
+		recs = append(recs, &kgo.Record{Partition: int32(i % 2), Value: v})
+	}
+	return recs
+}
+
+// sameRecords fails unless got holds the records of want (ascending), each once, each partition's in order
+// (record n is in partition n%2).
+func sameRecords(t *testing.T, what string, got, want []int) {
+	t.Helper()
+	last := [2]int{-1, -1}
+	for _, n := range got {
+		if n <= last[n%2] {
+			t.Fatalf("%s: %d after %d in partition %d: %v", what, n, last[n%2], n%2, got)
+		}
+		last[n%2] = n
+	}
+	if sorted := slices.Sorted(slices.Values(got)); fmt.Sprint(sorted) != fmt.Sprint(want) {
+		t.Fatalf("%s: %v\nwant %v", what, sorted, want)
+	}
+}
+
+// filterStream reads a stream until it has want records' n fields, and returns them with the last id.
+func filterStream(t *testing.T, c *sseClient, want int) (ns []int, last string) {
+	t.Helper()
+	for len(ns) < want {
+		ev := c.next(t)
+		var o order
+		if err := json.Unmarshal([]byte(ev.Data), &o); err != nil {
+			t.Fatalf("event %+v: %v", ev, err)
+		}
+		ns, last = append(ns, o.N), ev.ID
+	}
+	return ns, last
+}
+
+// TestValueFilter: filter= keeps the records whose JSON value matches, from the ring and, on a resume, from
+// Kafka alike; a token's filter is combined with it by AND, so a client cannot widen it; the ids stay exact
+// (a resume from the last id gets the next matching record, none twice); a filter that does not compile is a
+// 400 naming the parameter, before the stream starts.
+func TestValueFilter(t *testing.T) {
+	topic := kafkatest.NewTopic(t, 2, nil)
+	g := startGateway(t, []string{topic}, withAuth(t, func(c *Config) {
+		c.Auth.TopicModes = map[string]string{topic: "optional"}
+		c.RingBytes = 64 << 10
+	}))
+	g.waitReady(t)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	cl := kafkatest.Client(t, kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	const n = 1000 // about 120 KB of frames: the ring holds about half
+	recs := orders(n)
+	want := func(match func(order) bool) []int {
+		var out []int
+		for _, r := range recs {
+			var o order
+			_ = json.Unmarshal(r.Value, &o)
+			if match(o) {
+				out = append(out, o.N)
+			}
+		}
+		return out
+	}
+	big := want(func(o order) bool { return o.Amount > 100 })
+	bigEU := want(func(o order) bool { return o.Amount > 100 && o.Region == "eu" })
+	filter := "?from=earliest&filter=" + url.QueryEscape("value.amount > 100")
+
+	c := connect(t, ctx, g.url+"/streams/"+topic+filter)
+	for i := 0; i < n; i += 20 {
+		kafkatest.Produce(t, cl, recs[i:i+20]...)
+	}
+	got, _ := filterStream(t, c, len(big))
+	sameRecords(t, "filtered stream", got, big)
+	// A resume from the first quarter, read back from Kafka (the ring no longer holds it).
+	half := len(big) / 4
+	c2 := connect(t, ctx, g.url+"/streams/"+topic+filter)
+	got2, mid := filterStream(t, c2, half)
+	c3 := connectWith(t, ctx, g.url+"/streams/"+topic+filter, map[string]string{"Last-Event-ID": mid})
+	rest, _ := filterStream(t, c3, len(big)-half)
+	sameRecords(t, "filtered stream resumed after "+mid, slices.Concat(got2, rest), big)
+	if _, err := position.Parse(mid); err != nil {
+		t.Fatalf("id %q: %v", mid, err)
+	}
+	if resumes(t, g, topic, "kafka") < 1 {
+		t.Error("the resume was not read back from Kafka: the test does not test the replay's filtering")
+	}
+
+	// The token's filter, ANDed: the client's own filter cannot widen it.
+	tok := token(t, testSecret, time.Now().Add(time.Hour), map[string]any{"topics": []string{topic}, "filter": `value.region == "eu"`}, nil)
+	c4 := connectWith(t, ctx, g.url+"/streams/"+topic+filter, map[string]string{"Authorization": "Bearer " + tok})
+	got4, _ := filterStream(t, c4, len(bigEU))
+	sameRecords(t, "token filter AND query filter", got4, bigEU)
+
+	for _, bad := range []string{"value.amount >", "1 + 2", strings.Repeat("true && ", 200) + "true"} {
+		code, body := get(t, g.url+"/streams/"+topic+"?filter="+url.QueryEscape(bad))
+		if code != 400 || !strings.Contains(body, `"error"`) || !strings.Contains(body, "filter") {
+			t.Errorf("filter %.30q: %d %s, want a 400 naming the parameter", bad, code, body)
+		}
+	}
+	bad := token(t, testSecret, time.Now().Add(time.Hour), map[string]any{"topics": []string{topic}, "filter": "value.x >"}, nil)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, g.url+"/streams/"+topic, nil)
+	req.Header.Set("Authorization", "Bearer "+bad)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("a token whose filter does not compile: %d, want 401", resp.StatusCode)
+	}
+}

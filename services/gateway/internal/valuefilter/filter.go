@@ -1,0 +1,116 @@
+// Package valuefilter compiles and evaluates the filter expressions of streams (the filter query parameter,
+// and a token's filter claim): CEL expressions over a record's JSON value, its key and its event type, such as
+//
+//	value.amount > 100 && value.region == "eu"
+//
+// An expression is compiled once per distinct text (an LRU of them), must be at most MaxLength bytes, and
+// each evaluation is bounded by a cost limit. A record the expression cannot be evaluated on (a field it names
+// is missing, a value that is not JSON where it wants an object, the cost limit reached) does not match.
+package valuefilter
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"cel.dev/cel-go/cel"
+	"cel.dev/cel-go/common/types"
+	lru "github.com/hashicorp/golang-lru/v2"
+)
+
+// Limits of an expression.
+const (
+	// MaxLength is the longest expression accepted, in bytes.
+	MaxLength = 1024
+	// CostLimit bounds the work of one evaluation (CEL's cost units: about one per operation and per element
+	// a comprehension visits).
+	CostLimit = 10_000
+	// cached is how many distinct compiled expressions are kept.
+	cached = 4096
+)
+
+// ErrInvalid is an expression that cannot be a filter: too long, not CEL, or not a boolean.
+var ErrInvalid = errors.New("valuefilter: invalid filter")
+
+// Program is a compiled filter. Safe for concurrent use.
+type Program struct {
+	src string
+	prg cel.Program
+}
+
+// String returns the expression.
+func (p *Program) String() string { return p.src }
+
+var (
+	env = sync.OnceValues(func() (*cel.Env, error) {
+		return cel.NewEnv(
+			cel.Variable("value", cel.DynType),
+			cel.Variable("key", cel.StringType),
+			cel.Variable("type", cel.StringType),
+			cel.CrossTypeNumericComparisons(true),
+		)
+	})
+	programs = func() *lru.Cache[string, *Program] {
+		c, err := lru.New[string, *Program](cached)
+		if err != nil {
+			panic(err) // only for a size below 1
+		}
+		return c
+	}()
+)
+
+// Compile returns the program of expr, compiled once per distinct expression. Its error wraps ErrInvalid and
+// says what is wrong in one line.
+func Compile(expr string) (*Program, error) {
+	if p, ok := programs.Get(expr); ok {
+		return p, nil
+	}
+	if len(expr) > MaxLength {
+		return nil, fmt.Errorf("%w: %d bytes, at most %d", ErrInvalid, len(expr), MaxLength)
+	}
+	if strings.TrimSpace(expr) == "" {
+		return nil, fmt.Errorf("%w: empty", ErrInvalid)
+	}
+	e, err := env()
+	if err != nil {
+		return nil, fmt.Errorf("valuefilter: environment: %w", err)
+	}
+	ast, iss := e.Compile(expr)
+	if iss.Err() != nil {
+		return nil, fmt.Errorf("%w: %s", ErrInvalid, strings.ReplaceAll(iss.Err().Error(), "\n", " "))
+	}
+	if t := ast.OutputType(); t != cel.BoolType && t != cel.DynType {
+		return nil, fmt.Errorf("%w: the expression is a %s, want a boolean", ErrInvalid, t)
+	}
+	prg, err := e.Program(ast, cel.CostLimit(CostLimit))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	p := &Program{src: expr, prg: prg}
+	programs.Add(expr, p)
+	return p, nil
+}
+
+// And returns the program that matches what both a and b match (either may be nil: the other alone).
+func And(a, b *Program) (*Program, error) {
+	switch {
+	case a == nil:
+		return b, nil
+	case b == nil:
+		return a, nil
+	}
+	return Compile("(" + a.src + ") && (" + b.src + ")")
+}
+
+// Match says whether the record matches: value its value (JSON, else taken as a string; nil for a
+// tombstone, which is null), key its key, typ its event type as a client sees it.
+func (p *Program) Match(value, key []byte, typ string) bool {
+	var v any
+	if value != nil && json.Unmarshal(value, &v) != nil {
+		v = string(value)
+	}
+	out, _, err := p.prg.Eval(map[string]any{"value": v, "key": string(key), "type": typ})
+	return err == nil && out == types.True
+}
