@@ -17,6 +17,7 @@ import (
 
 	"cel.dev/cel-go/cel"
 	"cel.dev/cel-go/common/types"
+	"cel.dev/cel-go/interpreter"
 	lru "github.com/hashicorp/golang-lru/v2"
 )
 
@@ -29,6 +30,10 @@ const (
 	CostLimit = 10_000
 	// cached is how many distinct compiled expressions are kept.
 	cached = 4096
+	// Decoded values are shared: a record filtered by many streams is decoded once, not once per stream.
+	// decodedValues is how many are kept (the latest), decodedMax the largest value kept.
+	decodedValues = 1024
+	decodedMax    = 4 << 10
 )
 
 // ErrInvalid is an expression that cannot be a filter: too long, not CEL, or not a boolean.
@@ -52,14 +57,62 @@ var (
 			cel.CrossTypeNumericComparisons(true),
 		)
 	})
-	programs = func() *lru.Cache[string, *Program] {
-		c, err := lru.New[string, *Program](cached)
-		if err != nil {
-			panic(err) // only for a size below 1
-		}
-		return c
-	}()
+	programs = newLRU[*Program](cached)
+	decoded  = newLRU[any](decodedValues)
 )
+
+func newLRU[V any](n int) *lru.Cache[string, V] {
+	c, err := lru.New[string, V](n)
+	if err != nil {
+		panic(err) // only for a size below 1
+	}
+	return c
+}
+
+// record is the variables of an evaluation, resolved by name without a map.
+type record struct {
+	value any
+	key   []byte
+	typ   string
+}
+
+// ResolveName implements interpreter.Activation.
+func (r *record) ResolveName(name string) (any, bool) {
+	switch name {
+	case "value":
+		return r.value, true
+	case "key":
+		return string(r.key), true
+	case "type":
+		return r.typ, true
+	}
+	return nil, false
+}
+
+// Parent implements interpreter.Activation.
+func (r *record) Parent() interpreter.Activation { return nil }
+
+// decode returns value decoded from JSON, or as a string when it is not JSON; nil for nil. The result is
+// shared between the streams filtering the same value, read only (CEL does not change its input).
+func decode(value []byte) any {
+	if value == nil {
+		return nil
+	}
+	small := len(value) <= decodedMax
+	if small {
+		if v, ok := decoded.Get(string(value)); ok {
+			return v
+		}
+	}
+	var v any
+	if json.Unmarshal(value, &v) != nil {
+		v = string(value)
+	}
+	if small {
+		decoded.Add(string(value), v)
+	}
+	return v
+}
 
 // Compile returns the program of expr, compiled once per distinct expression. Its error wraps ErrInvalid and
 // says what is wrong in one line.
@@ -107,10 +160,6 @@ func And(a, b *Program) (*Program, error) {
 // Match says whether the record matches: value its value (JSON, else taken as a string; nil for a
 // tombstone, which is null), key its key, typ its event type as a client sees it.
 func (p *Program) Match(value, key []byte, typ string) bool {
-	var v any
-	if value != nil && json.Unmarshal(value, &v) != nil {
-		v = string(value)
-	}
-	out, _, err := p.prg.Eval(map[string]any{"value": v, "key": string(key), "type": typ})
+	out, _, err := p.prg.Eval(&record{value: decode(value), key: key, typ: typ})
 	return err == nil && out == types.True
 }
