@@ -74,7 +74,7 @@ func TestBrowserClientModule(t *testing.T) {
 		return fmt.Appendf(nil, "record-%d", i)
 	}
 	cl := kafkatest.Client(t, kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	_, lines := startDriver(t, 2*time.Minute, nil, "reload.mjs", app.URL+"/", fmt.Sprint(reloadAt), fmt.Sprint(n), "60000")
+	_, lines := startDriver(t, 2*time.Minute, nil, "page.mjs", app.URL+"/", fmt.Sprint(n), "60000", fmt.Sprint(reloadAt))
 	if !lines.Scan() || lines.Text() != "open" {
 		t.Fatalf("the page did not open its stream: %q %v", lines.Text(), lines.Err())
 	}
