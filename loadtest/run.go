@@ -217,6 +217,16 @@ func (g *group) stop() {
 	}
 }
 
+// openMeasured opens every connection at once on the stream of its URL (the --url targets in turn), each
+// measuring its latency, and counts them in r.res.Opened.
+func (r *runner) openMeasured(ctx context.Context) (*group, error) {
+	g, opened, err := r.connect(ctx, func(i int) connOpts {
+		return connOpts{url: r.streamURL(r.cfg.URLs[i%len(r.cfg.URLs)]), measure: true}
+	}, noDelay, 0)
+	r.res.Opened = opened
+	return g, err
+}
+
 // connect starts one stream per client (opts gives each one's options; delay each one's start) and waits
 // until every stream has read its opening block or failed, for 30 s plus 5 ms per client plus extra. It
 // returns the streams' group and how many opened.
@@ -457,14 +467,12 @@ func (r *runner) idle(ctx context.Context) error {
 	}
 	drops0, dropsErr := listenDrops("/proc")
 	t0 := time.Now()
-	g, opened, err := r.connect(ctx, func(i int) connOpts {
-		return connOpts{url: r.streamURL(r.cfg.URLs[i%len(r.cfg.URLs)]), measure: true}
-	}, noDelay, 0)
-	r.res.Opened = opened
+	g, err := r.openMeasured(ctx)
 	if err != nil {
 		return err
 	}
 	defer g.stop()
+	opened := r.res.Opened
 	r.res.OpenTime = time.Since(t0)
 	if drops1, err := listenDrops("/proc"); err == nil && dropsErr == nil {
 		r.res.ListenDrops = drops1 - drops0

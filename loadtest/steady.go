@@ -14,15 +14,12 @@ func (r *runner) steady(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	g, opened, err := r.connect(ctx, func(i int) connOpts {
-		return connOpts{url: r.streamURL(r.cfg.URLs[i%len(r.cfg.URLs)]), measure: true}
-	}, noDelay, 0)
-	r.res.Opened = opened
+	g, err := r.openMeasured(ctx)
 	if err != nil {
 		return err
 	}
 	defer g.stop()
-	if err := r.measureRSS(before, opened); err != nil {
+	if err := r.measureRSS(before, r.res.Opened); err != nil {
 		return err
 	}
 	win := newLatencyWindows(&r.sh, r.cfg.WaveEvery, r.cfg.Duration)

@@ -10,8 +10,7 @@ import (
 // their last ids within a window. Every client must get exactly what it missed.
 func (r *runner) storm(ctx context.Context) error {
 	urlOf := func(i int) string { return r.cfg.URLs[i%len(r.cfg.URLs)] }
-	g, opened, err := r.connect(ctx, func(i int) connOpts { return connOpts{url: r.streamURL(urlOf(i)), measure: true} }, noDelay, 0)
-	r.res.Opened = opened
+	g, err := r.openMeasured(ctx)
 	if err != nil {
 		return err
 	}
