@@ -157,17 +157,23 @@ func (l *KafkaLog) fetchOnce(ctx context.Context, topic string, partition int32,
 // FetchFirsts implements batchLog: one FetchRequest to each leader of the partitions of fs, through the client
 // of the leader's number (the clients' connections to a broker are the same; the others' fetches follow).
 func (l *KafkaLog) FetchFirsts(ctx context.Context, topic string, fs []FirstFetch) {
+	t, err := l.topicMeta(ctx, l.cls[0], topic, false)
+	if err != nil {
+		for i := range fs {
+			fs[i].Next, fs[i].Err = fs[i].Offset, err
+		}
+		return
+	}
 	byLeader := map[int32][]int{} // leader -> indexes in fs
-	var topicID [16]byte
 	for i := range fs {
-		leader, id, err := l.leader(ctx, l.cls[0], topic, fs[i].Partition, false)
+		leader, err := partitionLeader(t, fs[i].Partition)
 		if err != nil {
 			fs[i].Next, fs[i].Err = fs[i].Offset, err
 			continue
 		}
-		topicID = id
 		byLeader[leader] = append(byLeader[leader], i)
 	}
+	topicID := t.TopicID
 	var wg sync.WaitGroup
 	for leader, idx := range byLeader {
 		wg.Go(func() {
@@ -259,6 +265,16 @@ func (l *KafkaLog) decode(ctx context.Context, topic string, got *kmsg.FetchResp
 // leader returns the partition's leader and the topic's id, from metadata no older than a minute (refresh:
 // from the broker).
 func (l *KafkaLog) leader(ctx context.Context, cl *kgo.Client, topic string, partition int32, refresh bool) (int32, [16]byte, error) {
+	t, err := l.topicMeta(ctx, cl, topic, refresh)
+	if err != nil {
+		return -1, [16]byte{}, err
+	}
+	leader, err := partitionLeader(t, partition)
+	return leader, t.TopicID, err
+}
+
+// topicMeta returns topic's metadata, no older than a minute (refresh: from the broker).
+func (l *KafkaLog) topicMeta(ctx context.Context, cl *kgo.Client, topic string, refresh bool) (*kmsg.MetadataResponseTopic, error) {
 	limit := time.Minute
 	if refresh {
 		limit = time.Millisecond
@@ -269,25 +285,32 @@ func (l *KafkaLog) leader(ctx context.Context, cl *kgo.Client, topic string, par
 	req.Topics = append(req.Topics, rt)
 	md, err := cl.RequestCachedMetadata(ctx, req, limit)
 	if err != nil {
-		return -1, [16]byte{}, fmt.Errorf("replay: metadata of %s: %w", topic, err)
+		return nil, fmt.Errorf("replay: metadata of %s: %w", topic, err)
 	}
-	for _, t := range md.Topics {
+	for i := range md.Topics {
+		t := &md.Topics[i]
 		if t.Topic == nil || *t.Topic != topic {
 			continue
 		}
 		if err := kerr.ErrorForCode(t.ErrorCode); err != nil {
-			return -1, [16]byte{}, fmt.Errorf("replay: metadata of %s: %w", topic, err)
+			return nil, fmt.Errorf("replay: metadata of %s: %w", topic, err)
 		}
-		for _, p := range t.Partitions {
-			if p.Partition == partition {
-				if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
-					return -1, [16]byte{}, fmt.Errorf("replay: metadata of %s/%d: %w", topic, partition, err)
-				}
-				return p.Leader, t.TopicID, nil
+		return t, nil
+	}
+	return nil, fmt.Errorf("replay: metadata of %s: %w", topic, kerr.UnknownTopicOrPartition)
+}
+
+// partitionLeader returns the leader of partition in t.
+func partitionLeader(t *kmsg.MetadataResponseTopic, partition int32) (int32, error) {
+	for _, p := range t.Partitions {
+		if p.Partition == partition {
+			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+				return -1, fmt.Errorf("replay: metadata of %s/%d: %w", *t.Topic, partition, err)
 			}
+			return p.Leader, nil
 		}
 	}
-	return -1, [16]byte{}, fmt.Errorf("replay: metadata of %s/%d: %w", topic, partition, kerr.UnknownTopicOrPartition)
+	return -1, fmt.Errorf("replay: metadata of %s/%d: %w", *t.Topic, partition, kerr.UnknownTopicOrPartition)
 }
 
 // belowStart says offset is below the partition's low watermark. An out-of-range answer does not say which
