@@ -200,7 +200,8 @@ func frameType(rest []byte) string {
 
 // frameValue returns the record value of a frame whose id line was cut off: its data lines joined, decoded
 // from base64 when the topic's format marks it so; nil for a tombstone (whose data is its key). A value the
-// text format rewrote (CR to LF) comes back rewritten.
+// text format rewrote (CR to LF) comes back rewritten. A value of one data line, most of them, is the frame's
+// own bytes, not a copy: the caller must not keep or change it.
 func frameValue(rest []byte, vf feed.ValueFormat) []byte {
 	if bytes.HasPrefix(rest, []byte("event: delete\n")) {
 		return nil
@@ -219,10 +220,14 @@ func frameValue(rest []byte, vf feed.ValueFormat) []byte {
 			continue
 		}
 		data, _ = bytes.CutPrefix(data, []byte(" "))
-		if lines > 0 {
-			out = append(out, '\n')
+		switch lines {
+		case 0:
+			out = data
+		case 1:
+			out = append(append(bytes.Clone(out), '\n'), data...)
+		default:
+			out = append(append(out, '\n'), data...)
 		}
-		out = append(out, data...)
 		lines++
 	}
 	if vf != feed.ValueText {
