@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -184,17 +183,12 @@ func (s *awsSource) webIdentity(ctx context.Context) (aws.Auth, time.Time, error
 
 // do sends req and returns the body of a 200 answer; any other answer is an error quoting the start of it.
 func (s *awsSource) do(req *http.Request, what string) ([]byte, error) {
-	resp, err := s.client.Do(req)
+	resp, err := roundTrip(s.client, req)
 	if err != nil {
 		return nil, fmt.Errorf("kafkaconn: aws %s: %w", what, err)
 	}
-	defer func() { _ = resp.Body.Close() }()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxTokenAnswer))
-	if err != nil {
-		return nil, fmt.Errorf("kafkaconn: aws %s: %w", what, err)
+	if resp.code != http.StatusOK {
+		return nil, fmt.Errorf("kafkaconn: aws %s at %s: %s: %.200s: %w", what, req.URL.Redacted(), resp.status, resp.body, ErrAWSCredentials)
 	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("kafkaconn: aws %s at %s: %s: %.200s: %w", what, req.URL.Redacted(), resp.Status, body, ErrAWSCredentials)
-	}
-	return body, nil
+	return resp.body, nil
 }

@@ -140,26 +140,42 @@ func (s *tokenSource) fetch(ctx context.Context) (string, time.Duration, error) 
 	req.SetBasicAuth(s.cfg.ClientID, s.cfg.ClientSecret)
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Accept", "application/json")
-	resp, err := s.client.Do(req)
+	resp, err := roundTrip(s.client, req)
 	if err != nil {
 		return "", 0, fmt.Errorf("kafkaconn: oauth token endpoint %s: %w", s.cfg.TokenURL, err)
 	}
-	defer func() { _ = resp.Body.Close() }()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxTokenAnswer))
-	if err != nil {
-		return "", 0, fmt.Errorf("kafkaconn: oauth token endpoint %s: reading the answer: %w", s.cfg.TokenURL, err)
-	}
 	var ans tokenAnswer
-	jsonErr := json.Unmarshal(body, &ans)
+	jsonErr := json.Unmarshal(resp.body, &ans)
 	switch {
-	case resp.StatusCode != http.StatusOK && ans.Error != "":
-		return "", 0, fmt.Errorf("kafkaconn: oauth token endpoint %s: %s: %s %s: %w", s.cfg.TokenURL, resp.Status, ans.Error, ans.Description, ErrOAuthToken)
-	case resp.StatusCode != http.StatusOK:
-		return "", 0, fmt.Errorf("kafkaconn: oauth token endpoint %s: %s: %w", s.cfg.TokenURL, resp.Status, ErrOAuthToken)
+	case resp.code != http.StatusOK && ans.Error != "":
+		return "", 0, fmt.Errorf("kafkaconn: oauth token endpoint %s: %s: %s %s: %w", s.cfg.TokenURL, resp.status, ans.Error, ans.Description, ErrOAuthToken)
+	case resp.code != http.StatusOK:
+		return "", 0, fmt.Errorf("kafkaconn: oauth token endpoint %s: %s: %w", s.cfg.TokenURL, resp.status, ErrOAuthToken)
 	case jsonErr != nil || ans.AccessToken == "":
 		return "", 0, fmt.Errorf("kafkaconn: oauth token endpoint %s: the answer holds no access_token: %w", s.cfg.TokenURL, ErrOAuthToken)
 	}
 	return ans.AccessToken, lifetime(ans, s.now()), nil
+}
+
+// answer is what an endpoint asked for credentials answered.
+type answer struct {
+	code   int    // the status code
+	status string // the status line's text, "401 Unauthorized"
+	body   []byte // at most maxTokenAnswer bytes
+}
+
+// roundTrip sends req, an ask for credentials, and returns the answer.
+func roundTrip(client *http.Client, req *http.Request) (answer, error) {
+	resp, err := client.Do(req)
+	if err != nil {
+		return answer{}, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxTokenAnswer))
+	if err != nil {
+		return answer{}, fmt.Errorf("reading the answer: %w", err)
+	}
+	return answer{resp.StatusCode, resp.Status, body}, nil
 }
 
 // lifetime is how long a token lives: expires_in, else its exp claim, else tokenDefaultLife.
