@@ -97,7 +97,7 @@ kafka-sasl-mechanism: {{ . | quote }}
 {{- with $.Values.kafka.sasl.oauth }}
 kafka-sasl-oauth-token-url: {{ required "kafka.sasl.oauth.tokenUrl is required with OAUTHBEARER" .tokenUrl | quote }}
 kafka-sasl-oauth-client-id: {{ required "kafka.sasl.oauth.clientId is required with OAUTHBEARER" .clientId | quote }}
-kafka-sasl-oauth-client-secret-file: /etc/ssegate/kafka-sasl/client-secret
+kafka-sasl-oauth-client-secret-file: /etc/ssegate/kafka-sasl/{{ include "ssegate.saslSecretFile" $ }}
 {{- with .scope }}
 kafka-sasl-oauth-scope: {{ . | quote }}
 {{- end }}
@@ -108,13 +108,24 @@ kafka-sasl-oauth-audience: {{ . | quote }}
 kafka-sasl-oauth-extensions: {{ toJson . }}
 {{- end }}
 {{- end }}
-{{- else if ne (upper .) "AWS_MSK_IAM" }}
+{{- else if include "ssegate.saslSecretFile" $ }}
 kafka-sasl-username: {{ $.Values.kafka.sasl.username | quote }}
-kafka-sasl-password-file: /etc/ssegate/kafka-sasl/password
+kafka-sasl-password-file: /etc/ssegate/kafka-sasl/{{ include "ssegate.saslSecretFile" $ }}
 {{- end }}
 {{- if $.Values.kafka.sasl.allowPlaintext }}
 kafka-sasl-allow-plaintext: true
 {{- end }}
+{{- end }}
+{{- end -}}
+
+{{/*
+The file the SASL mechanism reads its secret from, in the kafka-sasl volume: "password" (PLAIN and SCRAM),
+"client-secret" (OAUTHBEARER), or nothing (no SASL, or AWS_MSK_IAM, whose credentials come from the pod's
+AWS environment).
+*/}}
+{{- define "ssegate.saslSecretFile" -}}
+{{- with .Values.kafka.sasl.mechanism }}
+{{- if eq (upper .) "OAUTHBEARER" }}client-secret{{ else if ne (upper .) "AWS_MSK_IAM" }}password{{ end }}
 {{- end }}
 {{- end -}}
 
@@ -125,7 +136,7 @@ kafka-sasl-allow-plaintext: true
 {{- if and .Values.kafka.tls.enabled .Values.kafka.tls.clientCertSecret }}
 - {name: kafka-client, mountPath: /etc/ssegate/kafka-client, readOnly: true}
 {{- end }}
-{{- if and .Values.kafka.sasl.mechanism (ne (upper .Values.kafka.sasl.mechanism) "AWS_MSK_IAM") }}
+{{- if include "ssegate.saslSecretFile" . }}
 - {name: kafka-sasl, mountPath: /etc/ssegate/kafka-sasl, readOnly: true}
 {{- end }}
 {{- end -}}
@@ -139,14 +150,15 @@ kafka-sasl-allow-plaintext: true
 - name: kafka-client
   secret: {secretName: {{ .Values.kafka.tls.clientCertSecret | quote }}}
 {{- end }}
+{{- $file := include "ssegate.saslSecretFile" . }}
 {{- with .Values.kafka.sasl }}
-{{- if and .mechanism (eq (upper .mechanism) "OAUTHBEARER") }}
+{{- if eq $file "client-secret" }}
 - name: kafka-sasl
   secret:
     secretName: {{ required "kafka.sasl.oauth.clientSecretSecret.name is required with OAUTHBEARER" .oauth.clientSecretSecret.name | quote }}
     items:
       - {key: {{ .oauth.clientSecretSecret.key | quote }}, path: client-secret}
-{{- else if and .mechanism (ne (upper .mechanism) "AWS_MSK_IAM") }}
+{{- else if eq $file "password" }}
 - name: kafka-sasl
   secret:
     secretName: {{ required "kafka.sasl.passwordSecret.name is required with SASL" .passwordSecret.name | quote }}
