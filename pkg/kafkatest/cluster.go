@@ -35,8 +35,7 @@ const rackProps = "replica.lag.time.max.ms=3000\nbroker.heartbeat.interval.ms=50
 func NewRackCluster(t testing.TB, racks ...string) *RackCluster {
 	t.Helper()
 	Brokers(t)
-	_, file, _, _ := runtime.Caller(0)
-	script := filepath.Join(filepath.Dir(file), "kafka.sh")
+	script := kafkaScript()
 	c := &RackCluster{Racks: racks}
 	base := t.TempDir()
 	for i := range racks {
@@ -96,9 +95,14 @@ func NewRackCluster(t testing.TB, racks ...string) *RackCluster {
 // Stop stops node (1 for the first broker), as a broker lost would; stopping one stopped is a no-op.
 func (c *RackCluster) Stop(t testing.TB, node int) {
 	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	stop := exec.CommandContext(context.Background(), filepath.Join(filepath.Dir(file), "kafka.sh"), "stop", c.dirs[node-1]) //nolint:gosec // the kit's own script
+	stop := exec.CommandContext(context.Background(), kafkaScript(), "stop", c.dirs[node-1]) //nolint:gosec // the kit's own script
 	if out, err := stop.CombinedOutput(); err != nil {
 		t.Errorf("kafka.sh stop node %d: %v\n%s", node, err, out)
 	}
+}
+
+// kafkaScript is the path of the kit's kafka.sh, next to this file.
+func kafkaScript() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "kafka.sh")
 }
