@@ -6,8 +6,9 @@
 // Prints "open" once the stream is connected, or "closed" if it failed for good first; then waits until the
 // page has received COUNT events (or its stream is closed) and prints window.ssegate as one JSON line. With
 // RELOAD_AT, the page is reloaded once it has RELOAD_AT events, and the line is {"before": window.ssegate
-// before the reload, "after": window.ssegate of the reloaded page once it has the rest of the COUNT}: for
-// pages that keep their position across a reload. CHROMIUM names the browser binary (default
+// before the reload, "after": window.ssegate of the reloaded page once it has COUNT events}: for pages that
+// keep their position and their account of events across a reload (records that arrive between "before" and
+// the reload are in the account after it, not in "before"). CHROMIUM names the browser binary (default
 // /usr/bin/chromium).
 import { launch } from "./launch.mjs";
 
@@ -38,7 +39,7 @@ try {
   } else {
     const before = await account(reloadAt);
     await page.reload();
-    const after = await account(count - before.events.length);
+    const after = await account(count);
     console.log(JSON.stringify({ before, after }));
   }
 } finally {

@@ -22,12 +22,18 @@ var clientPage = template.Must(template.New("client").Parse(`<!doctype html>
 <html><head><meta charset="utf-8"><title>client</title></head><body>
 <script type="module">
 import { connect } from "{{.Gateway}}/ssegate.js";
-const seen = window.ssegate = { opens: 0, events: [], resyncs: [], closed: false, stored: sessionStorage.length,
+// The account of records survives a reload like the module's position: both are written in the same task, so a
+// reload can never fall between them.
+const seen = window.ssegate = { opens: 0, events: JSON.parse(sessionStorage.getItem("account") ?? "[]"), resyncs: [],
+  closed: false, stored: Object.keys(sessionStorage).filter((k) => k.startsWith("ssegate:")).length,
   expiring: 0, expired: 0, refreshed: 0 };
 connect("{{.Stream}}", {
   onOpen: () => { seen.opens++; },
   onError: (e) => { if (e.closed) seen.closed = true; },
-  onRecord: (r) => seen.events.push({ type: r.type, id: r.id, data: r.data, text: r.text ?? null, bytes: r.bytes ? Array.from(r.bytes) : null }),
+  onRecord: (r) => {
+    seen.events.push({ type: r.type, id: r.id, data: r.data, text: r.text ?? null, bytes: r.bytes ? Array.from(r.bytes) : null });
+    sessionStorage.setItem("account", JSON.stringify(seen.events));
+  },
   onResync: (r) => seen.resyncs.push(r),
   onTokenExpiring: () => { seen.expiring++; },
   onTokenExpired: () => { seen.expired++; },
@@ -39,11 +45,14 @@ connect("{{.Stream}}", {
 type clientReport struct {
 	Opens, Stored int
 	Closed        bool
-	Events        []struct {
-		Type, ID string
-		Text     *string
-		Bytes    []byte
-	}
+	Events        []clientEvent
+}
+
+// clientEvent is one record as the page's onRecord saw it.
+type clientEvent struct {
+	Type, ID string
+	Text     *string
+	Bytes    []byte
 }
 
 // TestBrowserClientModule: in Chromium, a page of another origin imports the client module from the gateway
@@ -104,9 +113,14 @@ func TestBrowserClientModule(t *testing.T) {
 	if r.After.Stored != 1 || r.After.Closed || r.Before.Closed {
 		t.Fatalf("after the reload sessionStorage held %d items (want the position), closed before %v after %v", r.After.Stored, r.Before.Closed, r.After.Closed)
 	}
-	events := slices.Concat(r.Before.Events, r.After.Events)
-	if len(events) != n {
-		t.Fatalf("%d records before the reload and %d after, want %d in all", len(r.Before.Events), len(r.After.Events), n)
+	// The page's account carries over the reload, so After holds every record: those before the reload (Before,
+	// and any that arrived while the reload began) and those the resumed stream brought.
+	events := r.After.Events
+	if len(events) != n || len(r.Before.Events) < reloadAt || len(r.Before.Events) >= n {
+		t.Fatalf("%d records before the reload and %d in all, want at least %d before and %d in all", len(r.Before.Events), len(events), reloadAt, n)
+	}
+	if !slices.EqualFunc(r.Before.Events, events[:len(r.Before.Events)], func(a, b clientEvent) bool { return a.ID == b.ID }) {
+		t.Fatalf("the records before the reload are not where the account after it has them")
 	}
 	for i, ev := range events {
 		want := value(i)
