@@ -60,7 +60,7 @@ LOADTEST_ARGS          ?= --mode=steady --connections=50 --rate=200 --duration=1
 ## loadtest: a short load scenario (LOADTEST_ARGS) against a local Kafka and gateway; prints the summary line
 loadtest: build
 	$(GO) build -trimpath -o .run/bin/loadtest ./loadtest
-	pkg/kafkatest/with-services.sh --no-redis -- loadtest/local.sh $(LOADTEST_ARGS)
+	pkg/kafkatest/with-services.sh --no-redis --no-registry -- loadtest/local.sh $(LOADTEST_ARGS)
 
 $(GOLANGCI_LINT):
 	GOBIN=$(dir $(GOLANGCI_LINT)) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)

@@ -33,7 +33,7 @@ if [ "${1:-}" != --inner ]; then
 	[ -s "$secret" ] || { head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$secret"; chmod 600 "$secret"; }
 	export DEMO_SECRET=$PWD/$secret
 	[ -n "${KAFKA_BROKERS:-}" ] || say "starting a local Kafka on 127.0.0.1:${KAFKA_PORT:-9092}"
-	exec pkg/kafkatest/with-services.sh --kafka-port "${KAFKA_PORT:-9092}" --no-redis -- "$0" --inner
+	exec pkg/kafkatest/with-services.sh --kafka-port "${KAFKA_PORT:-9092}" --no-redis --no-registry -- "$0" --inner
 fi
 
 # --inner: Kafka is up (KAFKA_BROKERS); run the demo producer and the gateway until one of them stops or a
