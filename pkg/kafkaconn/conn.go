@@ -137,7 +137,7 @@ func (c Config) Opts() ([]kgo.Opt, error) {
 		opts = append(opts, kgo.Rack(c.Rack))
 	}
 	if c.TLS.on() {
-		tc, err := c.TLS.load()
+		tc, err := c.TLS.Load()
 		if err != nil {
 			return nil, err
 		}
@@ -166,7 +166,9 @@ func (c Config) Opts() ([]kgo.Opt, error) {
 	return opts, nil
 }
 
-func (t TLSConfig) load() (*tls.Config, error) {
+// Load builds the tls.Config these settings describe, reading the CA, certificate and key files. Other
+// TLS clients of the services (the schema registry's) take the same settings.
+func (t TLSConfig) Load() (*tls.Config, error) {
 	tc := &tls.Config{
 		MinVersion:         tls.VersionTLS12,
 		ServerName:         t.ServerName,

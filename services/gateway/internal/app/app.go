@@ -40,6 +40,7 @@ type App struct {
 	feed    *feed.Feed
 	streams *stream.Server
 	stats   map[string]*stream.Stats
+	values  *valueStats
 	replays *replay.Pool
 	// replayLog is the Kafka client the replays read with.
 	replayLog *replay.KafkaLog
@@ -106,7 +107,7 @@ func (a *App) build() error {
 		return err
 	}
 	kopts = append(kopts, kgo.WithLogger(kafkaconn.Logger(a.log.With("component", "kafka"), kgo.LogLevelWarn)))
-	formats, err := a.cfg.valueFormats()
+	formats, err := a.formats()
 	if err != nil {
 		return err
 	}
@@ -146,12 +147,12 @@ func (a *App) build() error {
 
 // newKafka makes the Kafka clients: the feed's, the replays' log (which the resolver of compact ids reads
 // through) and, with id-format v2, the checkpoint writer's. It returns the resolver.
-func (a *App) newKafka(kopts []kgo.Opt, formats map[string]feed.ValueFormat) (*checkpoint.Resolver, error) {
+func (a *App) newKafka(kopts []kgo.Opt, formats map[string]*feed.Format) (*checkpoint.Resolver, error) {
 	fc := feed.Config{
 		Topics:           a.cfg.Topics,
 		MetadataInterval: a.cfg.MetadataInterval,
 		Prefill:          a.cfg.Prefill,
-		ValueFormats:     formats,
+		Formats:          formats,
 		Logger:           a.log,
 	}
 	if err := a.cfg.ringFeed(&fc); err != nil {
@@ -190,7 +191,7 @@ func (a *App) newKafka(kopts []kgo.Opt, formats map[string]feed.ValueFormat) (*c
 }
 
 // newStreams makes the stream server (and its writers), the replay pool and what streams read of each topic.
-func (a *App) newStreams(formats map[string]feed.ValueFormat, resolver *checkpoint.Resolver, obs *observer) {
+func (a *App) newStreams(formats map[string]*feed.Format, resolver *checkpoint.Resolver, obs *observer) {
 	cfg := a.cfg
 	tracer := a.tracing.Provider.Tracer(instrumentation, trace.WithInstrumentationVersion(tel.Version()))
 	a.streams = stream.NewServer(stream.Config{
@@ -209,7 +210,11 @@ func (a *App) newStreams(formats map[string]feed.ValueFormat, resolver *checkpoi
 	for _, name := range a.feed.Topics() {
 		a.stats[name] = new(stream.Stats)
 		st := stream.NewTopic(a.feed, name, a.replays, cfg.KeyPartitioner == "any")
-		st.ValueFormat = formats[name]
+		// The same formats and decoders as the feed's; only the feed counts what it could not decode, so that
+		// the metric counts records, not the times replays read them again.
+		sf := *formats[name]
+		sf.Undecodable = nil
+		st.Format = &sf
 		st.Resolve = func(ctx context.Context, id string, topicID [16]byte) (position.Vector, error) {
 			return resolver.Resolve(ctx, id, name, topicID)
 		}
@@ -227,6 +232,9 @@ func (a *App) newMetrics(res *sdkresource.Resource, obs *observer) error {
 	}
 	a.telemetry = t
 	if err := t.registerFlow(a.feed, obs); err != nil {
+		return err
+	}
+	if err := t.registerValueMetrics(a.values); err != nil {
 		return err
 	}
 	if err := t.registerKafka(&a.fetched); err != nil {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"net"
 	"os"
 	"regexp"
@@ -16,7 +15,6 @@ import (
 
 	"github.com/ssegate/ssegate/pkg/kafkaconn"
 	"github.com/ssegate/ssegate/pkg/settings"
-	"github.com/ssegate/ssegate/services/gateway/internal/feed"
 	"github.com/ssegate/ssegate/services/gateway/internal/replay"
 )
 
@@ -110,12 +108,8 @@ type Config struct {
 	// ReplayCacheBytes bounds the memory of the blocks those readers read, kept for other connections resuming
 	// nearby, together with the blocks being read. Default 32 MiB; at least 1 MiB.
 	ReplayCacheBytes int64
-	// ValueFormat is how record values are written into frames, for topics without their own in
-	// TopicValueFormats: "auto" (safe text as it is, any other value base64 after a "base64:" prefix),
-	// "base64" (every value) or "text" (as it is, lossy for CR and bytes that are not UTF-8). Default auto.
-	ValueFormat string
-	// TopicValueFormats maps served topics to their own value format, overriding ValueFormat. Default none.
-	TopicValueFormats map[string]string
+	// Values is how values and keys are written into frames, and where schemas come from (config_values.go).
+	Values ValuesConfig
 	// DemoTopic is the topic the dashboard at / shows. Default: the first topic.
 	DemoTopic string
 	// LogLevel is the lowest level logged: debug, info, warn or error. Default info.
@@ -169,7 +163,7 @@ func defaults() Config {
 		ReplayReaders:     4,
 		ReplayCacheBytes:  replay.DefaultCacheBytes,
 		PendingWriteBytes: 32 << 20,
-		ValueFormat:       "auto",
+		Values:            valuesDefaults(),
 		IDFormat:          "v1",
 		CheckpointReaders: 4,
 		LogLevel:          slog.LevelInfo,
@@ -204,8 +198,6 @@ func settingsOf(c *Config) []settings.Setting {
 		setting("key-partitioner", "how producers place keys: murmur2 (Kafka's default) or any", settings.String(&c.KeyPartitioner)),
 		setting("replay-readers", "Kafka readers serving resumes the ring cannot serve, at most at once", settings.Int(&c.ReplayReaders)),
 		setting("replay-cache-bytes", "memory of the blocks replay readers read, kept for other streams resuming nearby, with the blocks being read (bytes, or with KiB/MiB/GiB)", settings.Bytes(&c.ReplayCacheBytes)),
-		setting("value-format", "how values are written into frames: auto (text as it is, other values base64), base64 or text (as it is, lossy)", settings.String(&c.ValueFormat)),
-		setting("topic-value-format", "per-topic value formats overriding value-format, comma-separated topic=format pairs (orders=base64,logs=text)", settings.Map(&c.TopicValueFormats)),
 		setting("demo-topic", "topic shown by the dashboard at / (default: the first topic)", settings.String(&c.DemoTopic)),
 		setting("id-format", "id format of frames framed once for all streams: v1 (the whole position) or v2 (a checkpoint in position-topic plus what moved since); every gateway with a position-topic reads both", settings.String(&c.IDFormat)),
 		setting("position-topic", "topic of the checkpoints v2 ids refer to, written with id-format v2 and read by every gateway that has one; the same on every gateway of a deployment (default: "+DefaultPositionTopic+" with id-format v2, none with v1: v2 ids are then invalid)", settings.String(&c.PositionTopic)),
@@ -218,6 +210,7 @@ func settingsOf(c *Config) []settings.Setting {
 	own = append(own, ringSettings(c)...)
 	own = append(own, otlpSetting(&c.OTLPEndpoint), hostSetting(&c.AllowedHosts))
 	own = append(own, tlsSettings(&c.TLS)...)
+	own = append(own, valuesSettings(&c.Values)...)
 	own = append(own, publishSettings(&c.Publish)...)
 	own = append(own, limitSettings(&c.Limits)...)
 	own = append(own, authSettings(&c.Auth, &c.CORS)...)
@@ -330,42 +323,11 @@ func (c Config) Validate() error {
 	if err := c.validateRings(); err != nil {
 		return err
 	}
-	if !validFormat(c.ValueFormat) {
-		return fmt.Errorf("invalid setting value-format (SSEGATE_VALUE_FORMAT): must be text, base64 or auto, got %q", c.ValueFormat)
-	}
-	for _, topic := range slices.Sorted(maps.Keys(c.TopicValueFormats)) {
-		const setting = "invalid setting topic-value-format (SSEGATE_TOPIC_VALUE_FORMAT)"
-		if !slices.Contains(c.Topics, topic) {
-			return fmt.Errorf("%s: %q is not one of the served topics", setting, topic)
-		}
-		if f := c.TopicValueFormats[topic]; !validFormat(f) {
-			return fmt.Errorf("%s: topic %s: must be text, base64 or auto, got %q", setting, topic, f)
-		}
+	if err := c.validateValues(); err != nil {
+		return err
 	}
 	if _, err := newHostPolicy(c.AllowedHosts); err != nil {
 		return err
 	}
 	return c.validateAuth()
-}
-
-func validFormat(name string) bool {
-	_, err := feed.ParseValueFormat(name)
-	return err == nil
-}
-
-// valueFormats returns the value format of every served topic: its own, else the value-format setting.
-func (c Config) valueFormats() (map[string]feed.ValueFormat, error) {
-	out := make(map[string]feed.ValueFormat, len(c.Topics))
-	for _, topic := range c.Topics {
-		name := c.ValueFormat
-		if f, ok := c.TopicValueFormats[topic]; ok {
-			name = f
-		}
-		vf, err := feed.ParseValueFormat(name)
-		if err != nil {
-			return nil, fmt.Errorf("value format of topic %s: %w", topic, err)
-		}
-		out[topic] = vf
-	}
-	return out, nil
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"log/slog"
-	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -88,7 +87,9 @@ func TestLoadDefaults(t *testing.T) {
 	want.KeyPartitioner = "murmur2"
 	want.ReplayReaders = 4
 	want.ReplayCacheBytes = 32 << 20
-	want.ValueFormat = "auto"
+	want.Values.Format = "auto"
+	want.Values.ValidateJSON = true
+	want.Values.Registry.Timeout = 5 * time.Second
 	want.IDFormat = "v1"
 	want.CheckpointReaders = 4
 	want.DemoTopic = "orders"
@@ -168,8 +169,8 @@ func TestLoadSources(t *testing.T) {
 				c.Drain = 0
 				c.MetadataInterval = time.Minute
 				c.DemoTopic = "b"
-				c.ValueFormat = "base64"
-				c.TopicValueFormats = map[string]string{"a": "text"}
+				c.Values.Format = "base64"
+				c.Values.TopicFormats = map[string]string{"a": "text"}
 				c.LogLevel = slog.LevelDebug
 				c.Kafka.ClientID = "gw"
 				c.Kafka.TLS.Enabled = true
@@ -233,8 +234,8 @@ func TestLoadSources(t *testing.T) {
 				c.LogLevel = slog.LevelWarn
 				c.Kafka.TLS.Enabled = true
 				c.Kafka.SASL.Mechanism, c.Kafka.SASL.Username, c.Kafka.SASL.Password = "PLAIN", "u", "pw"
-				c.ValueFormat = "text"
-				c.TopicValueFormats = map[string]string{"orders": "base64"}
+				c.Values.Format = "text"
+				c.Values.TopicFormats = map[string]string{"orders": "base64"}
 			},
 		},
 		{
@@ -256,15 +257,15 @@ func TestLoadSources(t *testing.T) {
 			yaml: "topics: [orders, logs, raw]\nvalue-format: base64\ntopic-value-format:\n  logs: text\n  raw: auto\n",
 			want: func(c *Config) {
 				c.Topics = []string{"orders", "logs", "raw"}
-				c.ValueFormat = "base64"
-				c.TopicValueFormats = map[string]string{"logs": "text", "raw": "auto"}
+				c.Values.Format = "base64"
+				c.Values.TopicFormats = map[string]string{"logs": "text", "raw": "auto"}
 			},
 		},
 		{
 			name: "YAML list of topic value formats",
 			env:  minimalEnv,
 			yaml: "topic-value-format: [orders=text]\n",
-			want: func(c *Config) { c.TopicValueFormats = map[string]string{"orders": "text"} },
+			want: func(c *Config) { c.Values.TopicFormats = map[string]string{"orders": "text"} },
 		},
 		{
 			name: "YAML lists, numbers, booleans and strings",
@@ -537,7 +538,7 @@ func TestLoadInvalid(t *testing.T) {
 		{name: "missing config file", args: []string{"--config=/nonexistent/gateway.yaml"}, env: minimalEnv, want: []string{"config file"}},
 		{name: "positional argument", args: []string{"--listen=:1", "serve"}, env: minimalEnv, want: []string{"unexpected argument", `"serve"`}},
 		{name: "unknown flag", args: []string{"--nope=1"}, env: minimalEnv, want: []string{"nope"}},
-		{name: "value-format unknown", args: []string{"--value-format=b64"}, env: minimalEnv, want: []string{"value-format", "SSEGATE_VALUE_FORMAT", `"b64"`, "text, base64 or auto"}},
+		{name: "value-format unknown", args: []string{"--value-format=b64"}, env: minimalEnv, want: []string{"value-format", "SSEGATE_VALUE_FORMAT", `"b64"`, "auto, text, base64, avro, protobuf or json-schema"}},
 		{name: "value-format in upper case", env: withEnv(map[string]string{"SSEGATE_VALUE_FORMAT": "BASE64"}), want: []string{"value-format", `"BASE64"`}},
 		{name: "value-format empty in file", env: minimalEnv, yaml: "value-format: \"\"\n", want: []string{"value-format", `""`}},
 		{name: "topic-value-format unknown format", args: []string{"--topic-value-format=orders=hex"}, env: minimalEnv, want: []string{"topic-value-format", "SSEGATE_TOPIC_VALUE_FORMAT", "orders", `"hex"`}},
@@ -612,10 +613,10 @@ func TestValidateNamesSetting(t *testing.T) {
 		{"retry below 1ms", func(c *Config) { c.Retry = time.Millisecond - 1 }, "retry"},
 		{"write-timeout negative", func(c *Config) { c.WriteTimeout = -time.Second }, "write-timeout"},
 		{"topic .", func(c *Config) { c.Topics = []string{"."}; c.DemoTopic = "." }, "topics"},
-		{"value-format text is fine", func(c *Config) { c.ValueFormat = "text" }, ""},
-		{"value-format empty", func(c *Config) { c.ValueFormat = "" }, "value-format"},
-		{"topic-value-format is fine", func(c *Config) { c.TopicValueFormats = map[string]string{"orders": "base64"} }, ""},
-		{"topic-value-format of an unserved topic", func(c *Config) { c.TopicValueFormats = map[string]string{"x": "text"} }, "topic-value-format"},
+		{"value-format text is fine", func(c *Config) { c.Values.Format = "text" }, ""},
+		{"value-format empty", func(c *Config) { c.Values.Format = "" }, "value-format"},
+		{"topic-value-format is fine", func(c *Config) { c.Values.TopicFormats = map[string]string{"orders": "base64"} }, ""},
+		{"topic-value-format of an unserved topic", func(c *Config) { c.Values.TopicFormats = map[string]string{"x": "text"} }, "topic-value-format"},
 		{"no position-topic with id-format v1 is fine", func(c *Config) { c.PositionTopic = "" }, ""},
 		{"no position-topic with id-format v2", func(c *Config) { c.IDFormat, c.PositionTopic = "v2", "" }, "position-topic"},
 	}
@@ -698,20 +699,45 @@ func TestLoadPasswordGroup(t *testing.T) {
 	}
 }
 
-// TestValueFormats: a topic's own format wins over value-format, which every other topic gets.
+// TestValueFormats: a topic's own format wins over value-format, which every other topic gets; keys follow
+// the value format unless that is a schema format (then auto), and key-format and topic-key-format override.
 func TestValueFormats(t *testing.T) {
 	c := defaults()
 	c.Kafka.Brokers = []string{"k:9092"}
-	c.Topics = []string{"orders", "logs", "raw"}
+	c.Topics = []string{"orders", "logs", "raw", "trades", "users"}
 	c.DemoTopic = "orders"
-	c.ValueFormat = "base64"
-	c.TopicValueFormats = map[string]string{"logs": "text", "raw": "auto"}
+	c.Values.Format = "base64"
+	c.Values.TopicFormats = map[string]string{"logs": "text", "raw": "auto", "trades": "avro", "users": "protobuf"}
+	c.Values.TopicKeyFormats = map[string]string{"users": "avro"}
+	c.Values.Files = t.TempDir()
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	got, err := c.valueFormats()
-	want := map[string]feed.ValueFormat{"orders": feed.ValueBase64, "logs": feed.ValueText, "raw": feed.ValueAuto}
-	if err != nil || !maps.Equal(got, want) {
-		t.Fatalf("valueFormats = %v, %v; want %v", got, err, want)
+	want := map[string][2]feed.ValueFormat{
+		"orders": {feed.ValueBase64, feed.ValueBase64}, "logs": {feed.ValueText, feed.ValueText},
+		"raw": {feed.ValueAuto, feed.ValueAuto}, "trades": {feed.ValueAvro, feed.ValueAuto},
+		"users": {feed.ValueProtobuf, feed.ValueAvro},
+	}
+	for topic, w := range want {
+		value, key, err := c.Values.topicFormats(topic)
+		if err != nil || value != w[0] || key != w[1] {
+			t.Errorf("topic %s: value %v key %v (%v), want %v", topic, value, key, err, w)
+		}
+	}
+	c.Values.KeyFormat = "text"
+	if _, key, _ := c.Values.topicFormats("trades"); key != feed.ValueText {
+		t.Errorf("key-format text: trades key %v", key)
+	}
+	c.Values.Files = ""
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "schema-registry-url or schema-files") {
+		t.Errorf("schema formats without a source of schemas: %v", err)
+	}
+	c.Values.Files, c.Values.Registry.URLs = "x", []string{"http://r:8081"}
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "not both") {
+		t.Errorf("registry and files: %v", err)
+	}
+	c.Values.Files, c.Values.Registry.URLs = "", []string{"r:8081"}
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "schema-registry-url") {
+		t.Errorf("registry URL without a scheme: %v", err)
 	}
 }

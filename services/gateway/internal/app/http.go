@@ -211,7 +211,7 @@ func (a *App) handleDashboard(c *gin.Context) {
 	c.Header("Content-Type", "text/html; charset=utf-8")
 	c.Header("Cache-Control", "no-cache")
 	c.Status(http.StatusOK)
-	page := struct{ Topic, ValueFormat string }{a.cfg.DemoTopic, a.streamTopics[a.cfg.DemoTopic].ValueFormat.String()}
+	page := struct{ Topic, ValueFormat string }{a.cfg.DemoTopic, a.streamTopics[a.cfg.DemoTopic].Format.Value.Data()}
 	if err := dashboardTmpl.Execute(c.Writer, page); err != nil {
 		a.log.Warn("dashboard render failed", "err", err)
 	}

@@ -84,7 +84,7 @@ func TestValueFramesRingAndKafka(t *testing.T) {
 			kafkatest.Produce(t, cl, &kgo.Record{Key: r.Key, Value: r.Value, Headers: r.Headers})
 		}
 	}
-	withFormats := func(c *Config) { c.TopicValueFormats = perTopic }
+	withFormats := func(c *Config) { c.Values.TopicFormats = perTopic }
 	ringGW := startGateway(t, topics, withFormats)
 	kafkaGW := startGateway(t, topics, func(c *Config) { withFormats(c); c.Prefill = 0 })
 	ringGW.waitReady(t)

@@ -29,11 +29,11 @@ func BenchmarkAppendFrame(b *testing.B) {
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			id := []byte(frameID)
-			buf := feed.AppendFrame(nil, id, bc.rec, bc.vf)
+			buf := feed.AppendFrame(nil, id, bc.rec, feed.Plain(bc.vf))
 			b.SetBytes(int64(len(bc.rec.Value)))
 			b.ReportAllocs()
 			for b.Loop() {
-				buf = feed.AppendFrame(buf[:0], id, bc.rec, bc.vf)
+				buf = feed.AppendFrame(buf[:0], id, bc.rec, feed.Plain(bc.vf))
 			}
 		})
 	}

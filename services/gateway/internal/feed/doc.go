@@ -7,9 +7,9 @@
 // a topic created later, and a partition added to a topic later, are read from their start, so that no record
 // in them is missed. A metadata refresh every Config.MetadataInterval finds such topics and partitions.
 //
-// A frame's data is the record's value in the topic's ValueFormat (Config.ValueFormats): by default values
-// that are not safe text are base64-encoded after Base64Prefix, so that every value reaches a browser with
-// its exact bytes. AppendFrame depends only on the id, the record and the format, so the stream package
+// A frame's data is the record's value in the topic's Format (Config.Formats): by default values that are not
+// safe text are base64-encoded after Base64Prefix, so that every value reaches a browser with its exact
+// bytes; a schema format (Avro, Protobuf, JSON Schema) decodes values to JSON once, as they enter the ring. AppendFrame depends only on the id, the record and the format, so the stream package
 // frames records it reads back from Kafka into the same bytes the feed put into the ring.
 //
 // Each topic keeps the position vector of the frames it has published (see package position): the vector

@@ -46,9 +46,9 @@ type Config struct {
 	// that clients reconnecting right after a deploy are served from memory; the ring's byte bound still
 	// applies. Zero means none.
 	Prefill int64
-	// ValueFormats are the topics' value formats, how values are written into frames (see ValueFormat). A
-	// topic not in it, and every topic when it is nil, gets ValueAuto.
-	ValueFormats map[string]ValueFormat
+	// Formats are the topics' formats, how values and keys are written into frames (see Format). A topic not
+	// in it, and every topic when it is nil, gets Plain(ValueAuto).
+	Formats map[string]*Format
 	// Checkpoints, when set, makes the ring's frame ids compact (v2): each names the newest checkpoint of
 	// the topic's position that Kafka has acknowledged, plus the partitions that moved since (see
 	// position.Compact). A frame whose position does not fit CompactMax bytes that way gets a v1 id. Nil
@@ -142,7 +142,7 @@ func NewWith(cfg Config, kc Cluster) (*Feed, error) {
 			return nil, fmt.Errorf("feed: %w", err)
 		}
 		f.topics[name] = &Topic{
-			name: name, ring: r, vf: cfg.ValueFormats[name], refreshed: &f.refreshed, appeared: make(chan struct{}),
+			name: name, ring: r, format: cmp.Or(cfg.Formats[name], Plain(ValueAuto)), refreshed: &f.refreshed, appeared: make(chan struct{}),
 			parts: make(map[int32]*partition), atEnd: map[int32]bool{},
 			cps: cfg.Checkpoints, compactMax: cmp.Or(cfg.CompactMax, position.MaxCompactLen), cpAfter: cmp.Or(cfg.CheckpointAfter, 32),
 			log: cfg.Logger,

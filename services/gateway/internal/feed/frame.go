@@ -2,12 +2,15 @@ package feed
 
 import (
 	"bytes"
+	"errors"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/ssegate/ssegate/pkg/sse"
+	"github.com/ssegate/ssegate/services/gateway/internal/schema"
 )
 
 // Record headers that name a record's SSE event type, in order of preference: ssegate's own, then the
@@ -25,22 +28,74 @@ const MessageEvent = "message"
 
 var deleteType = []byte(DeleteEvent)
 
+// Format is how a topic's records become frame data: the value format of its values and of its keys (a
+// tombstone's data), and the schema decoders of the schema formats. A Format is shared, read-only, by the
+// feed and the streams of the topic.
+type Format struct {
+	Value, Key ValueFormat
+	// Schemas decodes the schema formats; nil when neither format is one.
+	Schemas *schema.Decoders
+	// Undecodable, when set, is told of every value (or key) a schema format could not decode.
+	Undecodable func(schema.Reason)
+}
+
+// Plain is the Format of a topic whose values and keys are both written in vf, one that is not a schema
+// format.
+func Plain(vf ValueFormat) *Format { return &Format{Value: vf, Key: vf} }
+
+// UndecodableField is the SSE field of a frame whose value a schema format could not decode, written before
+// its data (base64 as ValueAuto writes it): its value is the schema.Reason. EventSource ignores fields it does
+// not know; other clients, and the gateway's WebSocket transport, read it.
+const UndecodableField = "undecodable"
+
 // AppendFrame appends to dst the SSE frame for rec with the given id: "event:" from the record's event type
-// (omitted when it has none), the value as "data:" in the value format vf. A tombstone becomes an
-// "event: delete" frame whose data is the key, in the same format.
+// (omitted when it has none), the value as "data:" in f.Value. A tombstone becomes an "event: delete" frame
+// whose data is the key, in f.Key.
 //
 // The event type is written as a client reads it back (see RecordType), so the bytes of the "event:" line
-// are the type a browser, and the gateway's own event filter, see. The frame depends only on id, rec and vf,
-// so a record framed live into the ring and read back from Kafka for a resume gives the same bytes.
-func AppendFrame(dst, id []byte, rec *kgo.Record, vf ValueFormat) []byte {
-	typ, v := deleteType, rec.Key
+// are the type a browser, and the gateway's own event filter, see. The frame depends only on id, rec and f,
+// so a record framed live into the ring and read back from Kafka for a resume gives the same bytes; with a
+// schema format, only while the schema's lookup has the same outcome (a value framed while the registry was
+// down, undecodable, decodes when read again once it is back).
+func AppendFrame(dst, id []byte, rec *kgo.Record, f *Format) []byte {
+	typ, v, vf := deleteType, rec.Key, f.Key
 	if rec.Value != nil {
-		typ, v = clientType(EventType(rec.Headers)), rec.Value
+		typ, v, vf = clientType(EventType(rec.Headers)), rec.Value, f.Value
+	}
+	if k := vf.Schema(); k != 0 {
+		return f.appendDecoded(dst, id, typ, v, k)
 	}
 	if vf.encodes(v) {
 		return appendBase64Event(dst, id, typ, v)
 	}
 	return sse.AppendEventBytes(dst, id, typ, v)
+}
+
+// appendDecoded appends the frame of a value of a schema format: its JSON as one data line (the JSON has
+// no line ends), or, when it cannot be decoded, the value as ValueAuto writes it, after the undecodable field.
+func (f *Format) appendDecoded(dst, id, typ, v []byte, k schema.Kind) []byte {
+	start := len(dst)
+	// The event's lines up to its data: what the writer writes for empty data, less "data:\n\n".
+	dst = sse.AppendEventBytes(dst, id, typ, nil)
+	dataAt := len(dst) - len("data:\n\n")
+	out, err := f.Schemas.AppendJSON(append(dst[:dataAt], "data: "...), k, v)
+	if err == nil {
+		return append(out, "\n\n"...)
+	}
+	reason := schema.Mismatch
+	var e *schema.Error
+	if errors.As(err, &e) {
+		reason = e.Reason
+	}
+	if f.Undecodable != nil {
+		f.Undecodable(reason)
+	}
+	if SafeText(v) {
+		dst = sse.AppendEventBytes(dst[:start], id, typ, v)
+	} else {
+		dst = appendBase64Event(dst[:start], id, typ, v)
+	}
+	return slices.Insert(dst, dataAt, []byte(UndecodableField+": "+string(reason)+"\n")...)
 }
 
 // EventType returns the record's SSE event type: the value of its first "event" header, else of its first

@@ -300,7 +300,7 @@ func TestAppendFrameGolden(t *testing.T) {
 					id = frameID
 				}
 				prefix := []byte("prefix|")
-				got := feed.AppendFrame(bytes.Clone(prefix), []byte(id), tc.rec, vf)
+				got := feed.AppendFrame(bytes.Clone(prefix), []byte(id), tc.rec, feed.Plain(vf))
 				if !bytes.HasPrefix(got, prefix) {
 					t.Fatalf("AppendFrame did not append to dst: %q", got)
 				}
@@ -336,7 +336,7 @@ func TestAppendFrameParses(t *testing.T) {
 				if id == "" {
 					id = frameID
 				}
-				frame := feed.AppendFrame(nil, []byte(id), tc.rec, vf)
+				frame := feed.AppendFrame(nil, []byte(id), tc.rec, feed.Plain(vf))
 				if !bytes.HasSuffix(frame, []byte("\n\n")) {
 					t.Fatalf("frame does not end with a blank line: %q", frame)
 				}
@@ -401,7 +401,7 @@ func TestAppendFrameConcatenated(t *testing.T) {
 		t.Run(vf.String(), func(t *testing.T) {
 			var stream []byte
 			for _, tc := range frameCases {
-				stream = feed.AppendFrame(stream, []byte(frameID), tc.rec, vf)
+				stream = feed.AppendFrame(stream, []byte(frameID), tc.rec, feed.Plain(vf))
 			}
 			p := sse.NewParser(bytes.NewReader(stream))
 			for _, tc := range frameCases {
@@ -499,7 +499,7 @@ func TestRecordType(t *testing.T) {
 				t.Errorf("RecordType = %q, want %q", got, tc.want)
 			}
 			for _, vf := range formats {
-				frame := feed.AppendFrame(nil, []byte(frameID), tc.rec, vf)
+				frame := feed.AppendFrame(nil, []byte(frameID), tc.rec, feed.Plain(vf))
 				ev, err := sse.NewParser(bytes.NewReader(frame)).Next()
 				if err != nil {
 					t.Fatalf("parsing %q: %v", frame, err)

@@ -26,7 +26,7 @@ type Topic struct {
 	gen       atomic.Uint64 // bumped when partitions are added, or the topic is created again, after it was first served
 	epoch     atomic.Uint64 // bumped when the topic is deleted and created again
 	appeared  chan struct{} // closed once the topic exists
-	vf        ValueFormat   // how values are written into frames
+	format    *Format       // how values are written into frames
 	// view is the partition table as Ready, Lag and Progress read it, without mu (see partsView); replaced
 	// under mu whenever the table changes.
 	view atomic.Pointer[partsView]
@@ -114,7 +114,7 @@ func (t *Topic) publish(fs []Fetched) {
 		for _, rec := range fp.Records {
 			t.pos.Set(rec.Partition, rec.Offset)
 			t.id = t.appendFrameID(t.id[:0])
-			t.batch.Add(AppendFrame(t.batch.Buf(), t.id, rec, t.vf), rec.Partition, rec.Offset, rec.Key)
+			t.batch.Add(AppendFrame(t.batch.Buf(), t.id, rec, t.format), rec.Partition, rec.Offset, rec.Key)
 			if ts := rec.Timestamp.UnixMilli(); ts > newest {
 				newest = ts
 			}

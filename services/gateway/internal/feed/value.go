@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ssegate/ssegate/pkg/sse"
+	"github.com/ssegate/ssegate/services/gateway/internal/schema"
 )
 
 // ValueFormat says how a record's value (a tombstone's key) becomes the data of its frame. The zero value is
@@ -27,7 +28,21 @@ const (
 	ValueText
 	// ValueBase64 writes every value base64-encoded after Base64Prefix, text or not.
 	ValueBase64
+	// ValueAvro decodes values of a schema registry's wire format with their Avro schema and writes them as
+	// JSON (package schema); a value that cannot be decoded is written as ValueAuto writes it, with an
+	// "undecodable:" field that says why (see Format).
+	ValueAvro
+	// ValueProtobuf is ValueAvro for Protobuf schemas (canonical JSON).
+	ValueProtobuf
+	// ValueJSONSchema is ValueAvro for JSON Schema (validated, or passed through).
+	ValueJSONSchema
 )
+
+// formatNames are the formats' names, as ParseValueFormat takes them.
+var formatNames = [...]string{
+	ValueAuto: "auto", ValueText: "text", ValueBase64: "base64",
+	ValueAvro: "avro", ValueProtobuf: "protobuf", ValueJSONSchema: "json-schema",
+}
 
 // Base64Prefix starts the data of a frame whose value is base64-encoded: the rest of the data is the value
 // in standard base64 (RFC 4648 section 4, with padding), on one line. Under ValueAuto and ValueBase64 a
@@ -35,30 +50,47 @@ const (
 // starts with it, so data that starts with it is never a value as it is.
 const Base64Prefix = "base64:"
 
-// ParseValueFormat returns the format named by s: "auto", "text" or "base64".
+// ParseValueFormat returns the format named by s: "auto", "text", "base64", "avro", "protobuf" or
+// "json-schema".
 func ParseValueFormat(s string) (ValueFormat, error) {
-	switch s {
-	case "auto":
-		return ValueAuto, nil
-	case "text":
-		return ValueText, nil
-	case "base64":
-		return ValueBase64, nil
+	for f, name := range formatNames {
+		if s == name {
+			return ValueFormat(f), nil
+		}
 	}
-	return ValueAuto, fmt.Errorf("%w: want text, base64 or auto, got %q", ErrValueFormat, s)
+	return ValueAuto, fmt.Errorf("%w: want auto, text, base64, avro, protobuf or json-schema, got %q", ErrValueFormat, s)
 }
 
 // String returns the format's name, as ParseValueFormat takes it.
 func (f ValueFormat) String() string {
-	switch f {
-	case ValueAuto:
-		return "auto"
-	case ValueText:
-		return "text"
-	case ValueBase64:
-		return "base64"
+	if int(f) < len(formatNames) {
+		return formatNames[f]
 	}
 	return fmt.Sprintf("ValueFormat(%d)", uint8(f))
+}
+
+// Schema returns the schema format f decodes, or 0 for the formats that write values as they are.
+func (f ValueFormat) Schema() schema.Kind {
+	switch f {
+	case ValueAvro:
+		return schema.Avro
+	case ValueProtobuf:
+		return schema.Protobuf
+	case ValueJSONSchema:
+		return schema.JSONSchema
+	}
+	return 0
+}
+
+// Data returns how a client reads the data of f's frames, as the browser client's decodeValue takes it:
+// "text" for ValueText, else "base64" for ValueBase64, else "auto" (a decoded value is JSON text, and one
+// that could not be decoded comes base64-encoded after Base64Prefix, as under ValueAuto).
+func (f ValueFormat) Data() string {
+	switch f {
+	case ValueText, ValueBase64:
+		return f.String()
+	}
+	return ValueAuto.String()
 }
 
 // SafeText reports whether ValueAuto writes v as it is: v is valid UTF-8 without NUL and without CR (which a
@@ -80,7 +112,7 @@ func (f ValueFormat) encodes(v []byte) bool {
 	case ValueBase64:
 		return true
 	}
-	return !SafeText(v)
+	return !SafeText(v) // ValueAuto, and the schema formats' undecodable values
 }
 
 // appendBase64Event appends an event like sse.AppendEventBytes whose data is Base64Prefix and the base64 of

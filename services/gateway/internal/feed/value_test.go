@@ -98,7 +98,7 @@ func FuzzFrameRoundTrip(f *testing.F) {
 		}
 		want := frameValue(rec)
 		for _, vf := range formats {
-			frame := feed.AppendFrame(nil, []byte(frameID), rec, vf)
+			frame := feed.AppendFrame(nil, []byte(frameID), rec, feed.Plain(vf))
 			p := sse.NewParser(bytes.NewReader(frame))
 			ev, err := p.Next()
 			if err != nil {

@@ -168,7 +168,7 @@ func (c *conn) releaseBuf() {
 func (c *conn) appendRecord(rec *kgo.Record, t *Topic, metaBuf []byte) []byte {
 	c.idBuf, _ = c.pos.AppendText(c.idBuf[:0])
 	start := len(c.buf)
-	c.buf = feed.AppendFrame(c.buf, c.idBuf, rec, t.ValueFormat)
+	c.buf = feed.AppendFrame(c.buf, c.idBuf, rec, t.format())
 	if c.meta {
 		at := start + len("id: ") + len(c.idBuf) + 1
 		metaBuf = appendMeta(metaBuf[:0], rec.Partition, rec.Offset, rec.Key)

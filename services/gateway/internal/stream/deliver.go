@@ -153,7 +153,7 @@ func (c *conn) deliverFrame(f ring.Frame, p *kept) (synced bool) {
 		}
 	}
 	if !feedResync(f, nl) && !p.keeps(f.Key, func() string { return frameType(f.Bytes[nl+1:]) },
-		func() []byte { return frameValue(f.Bytes[nl+1:], c.t.ValueFormat) }) {
+		func() []byte { return frameValue(f.Bytes[nl+1:], c.t.format().Value) }) {
 		return synced
 	}
 	switch {

@@ -39,7 +39,7 @@ func TestEventTypeRingAndReplayAgree(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			frame := feed.AppendFrame(nil, []byte("v1:0-1"), tc.rec, feed.ValueAuto)
+			frame := feed.AppendFrame(nil, []byte("v1:0-1"), tc.rec, feed.Plain(feed.ValueAuto))
 			nl := bytes.IndexByte(frame, '\n')
 			ring, replay := frameType(frame[nl+1:]), recordType(tc.rec)
 			if ring != replay {
@@ -65,7 +65,7 @@ func TestValueRingAndReplayAgree(t *testing.T) {
 	} {
 		for _, vf := range []feed.ValueFormat{feed.ValueAuto, feed.ValueBase64, feed.ValueText} {
 			rec := &kgo.Record{Key: []byte("k"), Value: value}
-			frame := feed.AppendFrame(nil, []byte("v1:0-1"), rec, vf)
+			frame := feed.AppendFrame(nil, []byte("v1:0-1"), rec, feed.Plain(vf))
 			nl := bytes.IndexByte(frame, '\n')
 			got := frameValue(frame[nl+1:], vf)
 			want := value

@@ -37,9 +37,9 @@ type Topic struct {
 	// key-filtered stream reads, and lists in its ids, only the partitions Kafka's default partitioner
 	// (murmur2) puts its keys in.
 	KeysAnyPartition bool
-	// ValueFormat is how the topic's values are written into frames read back from Kafka; it must be the
-	// feed's, so that those frames are the bytes the ring's were. The zero value is feed.ValueAuto.
-	ValueFormat feed.ValueFormat
+	// Format is how the topic's values are written into frames read back from Kafka; it must be the feed's,
+	// so that those frames are the bytes the ring's were. Nil means feed.Plain(feed.ValueAuto).
+	Format *feed.Format
 	// Newest returns the ring's head sequence after the latest publish of records and the Unix-millisecond
 	// timestamp of its newest record (feed.Topic.Newest), for the delivery lag. Nil means it is not measured.
 	Newest func() (seq uint64, ts int64)
@@ -255,4 +255,14 @@ func (t *Topic) IDAfter(partition int32, offset int64) string {
 	pos := t.Position()
 	pos.Set(partition, offset)
 	return pos.String()
+}
+
+// autoFormat is the Format of a Topic without one.
+var autoFormat = feed.Plain(feed.ValueAuto)
+
+func (t *Topic) format() *feed.Format {
+	if t.Format == nil {
+		return autoFormat
+	}
+	return t.Format
 }

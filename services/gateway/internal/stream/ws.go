@@ -15,6 +15,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/coder/websocket"
+
+	"github.com/ssegate/ssegate/services/gateway/internal/feed"
 )
 
 // The WebSocket transport: the same stream (start, resume, ring, replay, filters, token moments, drain) on a
@@ -223,7 +225,8 @@ type wsFrame struct {
 	hasData         bool
 	retry           int64 // -1 for none
 	meta            []byte
-	comment         bool // comments alone: a keep-alive
+	undecodable     []byte // the undecodable field: why a schema format sent the value as it is
+	comment         bool   // comments alone: a keep-alive
 }
 
 func parseWSFrame(frame []byte) wsFrame {
@@ -243,6 +246,8 @@ func parseWSFrame(frame []byte) wsFrame {
 		case bytes.HasPrefix(line, []byte("data: ")) || bytes.Equal(line, []byte("data:")):
 			data = append(data, bytes.TrimPrefix(bytes.TrimPrefix(line, []byte("data:")), []byte(" ")))
 			f.hasData = true
+		case bytes.HasPrefix(line, undecodablePrefix):
+			f.undecodable = line[len(undecodablePrefix):]
 		case bytes.HasPrefix(line, []byte("retry: ")):
 			f.retry, _ = strconv.ParseInt(string(line[len("retry: "):]), 10, 64)
 		}
@@ -350,6 +355,9 @@ func (s *wsSink) appendMessage(dst []byte, f wsFrame) []byte {
 			dst = appendJSONString(field(dst, "subject"), m.key)
 		}
 		dst = appendJSONString(field(dst, "type"), event)
+		if f.undecodable != nil {
+			dst = appendJSONString(field(dst, "undecodable"), f.undecodable)
+		}
 		return append(dst, '}')
 	}
 	dst = appendJSONString(field(dst, "event"), event)
@@ -364,8 +372,13 @@ func (s *wsSink) appendMessage(dst []byte, f wsFrame) []byte {
 	if retry >= 0 {
 		dst = strconv.AppendInt(field(dst, "retry"), retry, 10)
 	}
+	if f.undecodable != nil {
+		dst = appendJSONString(field(dst, "undecodable"), f.undecodable)
+	}
 	return append(dst, '}')
 }
+
+var undecodablePrefix = []byte(feed.UndecodableField + ": ")
 
 var (
 	eventDrain    = []byte("drain")

@@ -42,6 +42,14 @@ func TestWSMessages(t *testing.T) {
 			`{"data":"tab\there \u003cb\u003e","event":"a\"b","id":"v1:0-8","key":"\u003ca\u003e","offset":8,"partition":0}`, true,
 		},
 		{
+			"undecodable value", "json", "id: v1:0-9\n::m 0 9 -\nevent: order\nundecodable: unknown-schema\ndata: base64:AAAAAAc=\n\n",
+			`{"data":"base64:AAAAAAc=","event":"order","id":"v1:0-9","offset":9,"partition":0,"undecodable":"unknown-schema"}`, true,
+		},
+		{
+			"cloudevent undecodable", "cloudevents", "id: v1:0-9\n::m 0 9 -\nundecodable: not-framed\ndata: plain\n\n",
+			`{"data":"plain","datacontenttype":"text/plain","id":"v1:0-9","kafkaoffset":9,"kafkapartition":0,"source":"/topics/t","specversion":"1.0","type":"message","undecodable":"not-framed"}`, true,
+		},
+		{
 			"cloudevent text", "cloudevents", "id: v1:0-7\n::m 0 7 -\ndata: hi\n\n",
 			`{"data":"hi","datacontenttype":"text/plain","id":"v1:0-7","kafkaoffset":7,"kafkapartition":0,"source":"/topics/t","specversion":"1.0","type":"message"}`, true,
 		},

@@ -1,0 +1,106 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/ssegate/ssegate/services/gateway/internal/feed"
+	"github.com/ssegate/ssegate/services/gateway/internal/schema"
+)
+
+// valueStats counts what the schema formats could not decode, by topic and reason, and the lookups of
+// schemas by outcome.
+type valueStats struct {
+	undecodable map[string]*[len(schemaReasons)]atomic.Int64
+	lookups     [len(schemaReasons) + 1]atomic.Int64 // by reason, the last "ok"
+}
+
+// schemaReasons indexes the counts.
+var schemaReasons = schema.Reasons
+
+func reasonIndex(r schema.Reason) int {
+	for i, x := range schemaReasons {
+		if x == r {
+			return i
+		}
+	}
+	return len(schemaReasons) // not a reason: "ok"
+}
+
+// formats returns the feed's formats of the served topics, with one set of schema decoders for all of them
+// when any topic has a schema format. Values the feed cannot decode are counted in a.values.
+func (a *App) formats() (map[string]*feed.Format, error) {
+	v := a.cfg.Values
+	a.values = &valueStats{undecodable: map[string]*[len(schemaReasons)]atomic.Int64{}}
+	src, err := v.schemaSource()
+	if err != nil {
+		return nil, err
+	}
+	var decoders *schema.Decoders
+	if src != nil {
+		log := a.log.With("component", "schema")
+		decoders = schema.NewDecoders(src, schema.Options{
+			Timeout:      v.Registry.Timeout,
+			ValidateJSON: v.ValidateJSON,
+			OnLookup: func(result string) {
+				a.values.lookups[reasonIndex(schema.Reason(result))].Add(1)
+				if result != "ok" {
+					log.Warn("schema lookup failed", slog.String("reason", result))
+				}
+			},
+		})
+	}
+	out := make(map[string]*feed.Format, len(a.cfg.Topics))
+	for _, topic := range a.cfg.Topics {
+		value, key, err := v.topicFormats(topic)
+		if err != nil {
+			return nil, err
+		}
+		counts := new([len(schemaReasons)]atomic.Int64)
+		a.values.undecodable[topic] = counts
+		out[topic] = &feed.Format{
+			Value: value, Key: key, Schemas: decoders,
+			Undecodable: func(r schema.Reason) { counts[reasonIndex(r)%len(counts)].Add(1) },
+		}
+	}
+	return out, nil
+}
+
+// registerValueMetrics adds the counts of valueStats.
+func (t *telemetry) registerValueMetrics(s *valueStats) error {
+	m := t.provider.Meter(instrumentation)
+	undecodable, err1 := m.Int64ObservableCounter("ssegate.values.undecodable",
+		metric.WithDescription("Record values (or keys) of a schema format that could not be decoded and went out as they are, by topic and reason"))
+	lookups, err2 := m.Int64ObservableCounter("ssegate.schema.lookups",
+		metric.WithDescription("Lookups of schemas by id in the registry or the schema files, by result: ok or the reason of the failure"))
+	for _, err := range []error{err1, err2} {
+		if err != nil {
+			return fmt.Errorf("metric instrument: %w", err)
+		}
+	}
+	_, err := t.provider.Meter(instrumentation).RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		for topic, counts := range s.undecodable {
+			for i := range counts {
+				o.ObserveInt64(undecodable, counts[i].Load(),
+					metric.WithAttributes(attribute.String("topic", topic), attribute.String("reason", string(schemaReasons[i]))))
+			}
+		}
+		for i := range s.lookups {
+			result := "ok"
+			if i < len(schemaReasons) {
+				result = string(schemaReasons[i])
+			}
+			o.ObserveInt64(lookups, s.lookups[i].Load(), metric.WithAttributes(attribute.String("result", result)))
+		}
+		return nil
+	}, undecodable, lookups)
+	if err != nil {
+		return fmt.Errorf("metric callback: %w", err)
+	}
+	return nil
+}

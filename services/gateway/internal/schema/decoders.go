@@ -1,0 +1,227 @@
+package schema
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/twmb/franz-go/pkg/sr"
+)
+
+// Source is where schemas come from: a registry (an *sr.Client is one) or files (Files).
+type Source interface {
+	// SchemaByID returns the schema of an id, its references named by subject and version.
+	SchemaByID(ctx context.Context, id int) (sr.Schema, error)
+	// SchemaByVersion returns a referenced schema.
+	SchemaByVersion(ctx context.Context, subject string, version int) (sr.SubjectSchema, error)
+}
+
+// Options of Decoders.
+type Options struct {
+	// Timeout bounds one lookup of a schema, references included. Default 5s.
+	Timeout time.Duration
+	// ValidateJSON validates JSON Schema values against their schema (else they are passed through).
+	ValidateJSON bool
+	// OnLookup, when set, is told the outcome of every lookup in the source ("ok", or a Reason).
+	OnLookup func(result string)
+}
+
+// Backoff of the lookups after a failure: from backoffMin, doubling, up to backoffMax.
+const (
+	backoffMin = time.Second
+	backoffMax = time.Minute
+	// failedKept is how many ids that failed are remembered (their backoff); ids that worked are all kept.
+	failedKept = 4096
+)
+
+// Decoders renders wire-format values, with the schemas it has looked up. Safe for concurrent use.
+type Decoders struct {
+	src  Source
+	opts Options
+	now  func() time.Time
+
+	mu     sync.Mutex
+	ok     map[int]*compiled
+	failed *lru.Cache[int, *failure] // an id whose lookup failed: until when not to ask again
+	// down is set while the source is unavailable: lookups of ids not known yet fail at once until downUntil,
+	// then one of them asks in the background (probing) while the others still fail at once.
+	down      bool
+	downUntil time.Time
+	downFor   time.Duration
+	probing   bool
+}
+
+type failure struct {
+	err   *Error
+	until time.Time
+	wait  time.Duration
+}
+
+// NewDecoders returns Decoders that look schemas up in src.
+func NewDecoders(src Source, opts Options) *Decoders {
+	if opts.Timeout <= 0 {
+		opts.Timeout = 5 * time.Second
+	}
+	failed, _ := lru.New[int, *failure](failedKept)
+	return &Decoders{src: src, opts: opts, now: time.Now, ok: map[int]*compiled{}, failed: failed}
+}
+
+// lookup returns the compiled schema of id. It asks the source at most once at a time per caller while the
+// source is up, and never waits on it while the source is down (see the package comment).
+func (d *Decoders) lookup(id int) (*compiled, error) {
+	d.mu.Lock()
+	if c, ok := d.ok[id]; ok {
+		d.mu.Unlock()
+		return c, nil
+	}
+	now := d.now()
+	if f, ok := d.failed.Get(id); ok && now.Before(f.until) {
+		d.mu.Unlock()
+		return nil, f.err
+	}
+	if d.down {
+		if now.Before(d.downUntil) || d.probing {
+			d.mu.Unlock()
+			return nil, &Error{Reason: Unavailable, ID: id, Err: errors.New("the registry failed lately; asking again later")}
+		}
+		d.probing = true
+		d.mu.Unlock()
+		go d.fetch(id) //nolint:errcheck // the probe: its outcome is recorded; this record goes out as it is
+		return nil, &Error{Reason: Unavailable, ID: id, Err: errors.New("the registry failed lately; asking it again")}
+	}
+	d.mu.Unlock()
+	return d.fetch(id)
+}
+
+// fetch looks id up in the source and records the outcome.
+func (d *Decoders) fetch(id int) (*compiled, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), d.opts.Timeout)
+	defer cancel()
+	c, err := d.load(ctx, id)
+	var e *Error
+	if err != nil && !errors.As(err, &e) {
+		e = &Error{Reason: BadSchema, ID: id, Err: err}
+	}
+	if d.opts.OnLookup != nil {
+		if e != nil {
+			d.opts.OnLookup(string(e.Reason))
+		} else {
+			d.opts.OnLookup("ok")
+		}
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	now := d.now()
+	d.probing = false
+	if e == nil {
+		d.ok[id] = c
+		d.down, d.downFor = false, 0
+		d.failed.Remove(id)
+		return c, nil
+	}
+	if e.Reason == Unavailable {
+		d.downFor = min(max(2*d.downFor, backoffMin), backoffMax)
+		d.down, d.downUntil = true, now.Add(d.downFor)
+		return nil, e
+	}
+	d.down = false // the source answered
+	wait := backoffMin
+	if f, ok := d.failed.Get(id); ok {
+		wait = min(2*f.wait, backoffMax)
+	}
+	d.failed.Add(id, &failure{err: e, until: now.Add(wait), wait: wait})
+	return nil, e
+}
+
+// load fetches the schema of id with its references and compiles it.
+func (d *Decoders) load(ctx context.Context, id int) (*compiled, error) {
+	s, err := d.src.SchemaByID(ctx, id)
+	if err != nil {
+		return nil, sourceError(id, err)
+	}
+	refs, err := d.references(ctx, s.References, map[string]bool{}, 0)
+	if err != nil {
+		return nil, sourceError(id, err)
+	}
+	c := &compiled{}
+	switch s.Type {
+	case sr.TypeAvro:
+		texts := make([]string, len(refs))
+		for i, r := range refs {
+			texts[i] = r.text
+		}
+		c.kind = Avro
+		c.avro, err = compileAvro(s.Schema, texts)
+	case sr.TypeProtobuf:
+		c.kind = Protobuf
+		c.proto, err = compileProto(ctx, s.Schema, byName(refs))
+	case sr.TypeJSON:
+		c.kind = JSONSchema
+		c.json, err = compileJSONSchema(s.Schema, byName(refs), d.opts.ValidateJSON)
+	default:
+		err = fmt.Errorf("schema type %q", s.Type)
+	}
+	if err != nil {
+		return nil, &Error{Reason: BadSchema, ID: id, Err: err}
+	}
+	return c, nil
+}
+
+// reference is a referenced schema's name (an import path, a "$ref", an Avro type name) and text.
+type reference struct{ name, text string }
+
+// maxReferences bounds how deep references go, and how many a schema brings.
+const maxReferences = 64
+
+// references fetches refs and what they reference, depth first: every schema comes after those it refers to.
+func (d *Decoders) references(ctx context.Context, refs []sr.SchemaReference, seen map[string]bool, depth int) ([]reference, error) {
+	var out []reference
+	for _, r := range refs {
+		key := r.Subject + "\x00" + strconv.Itoa(r.Version)
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		if depth > maxReferences || len(seen) > maxReferences {
+			return nil, &Error{Reason: BadSchema, Err: fmt.Errorf("more than %d references", maxReferences)}
+		}
+		s, err := d.src.SchemaByVersion(ctx, r.Subject, r.Version)
+		if err != nil {
+			return nil, fmt.Errorf("reference %q (subject %q version %d): %w", r.Name, r.Subject, r.Version, err)
+		}
+		deeper, err := d.references(ctx, s.References, seen, depth+1)
+		if err != nil {
+			return nil, err
+		}
+		out = append(append(out, deeper...), reference{name: r.Name, text: s.Schema.Schema})
+	}
+	return out, nil
+}
+
+func byName(refs []reference) map[string]string {
+	m := make(map[string]string, len(refs))
+	for _, r := range refs {
+		m[r.name] = r.text
+	}
+	return m
+}
+
+// sourceError says which Reason a failed lookup is: a registry that answered "not found" knows no such
+// schema; anything else (no answer, a timeout, 401, 5xx) is the registry unavailable.
+func sourceError(id int, err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		e.ID = id
+		return e
+	}
+	var re *sr.ResponseError
+	if errors.As(err, &re) && re.StatusCode == http.StatusNotFound || errors.Is(err, errNoSchemaFile) {
+		return &Error{Reason: UnknownSchema, ID: id, Err: err}
+	}
+	return &Error{Reason: Unavailable, ID: id, Err: err}
+}

@@ -1,0 +1,96 @@
+package schema
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/sr"
+
+	"github.com/ssegate/ssegate/pkg/kafkaconn"
+)
+
+// RegistryConfig is how to reach a schema registry's REST API (Confluent's, or a compatible one: Apicurio's
+// /apis/ccompat/v7, Redpanda's, Karapace).
+type RegistryConfig struct {
+	// URLs of the registry; each request goes to the first that answers.
+	URLs []string
+	// Username and PasswordFile: HTTP basic authentication (Confluent Cloud: an API key and secret).
+	Username, PasswordFile string
+	// TokenFile holds a bearer token, read again for every request (a token that a sidecar or the kubelet
+	// rotates keeps working).
+	TokenFile string
+	// TLS of https URLs: CAs to trust, a client certificate.
+	TLS kafkaconn.TLSConfig
+	// Timeout of one request. Default 5s.
+	Timeout time.Duration
+}
+
+// Validate checks the settings without touching the network or the file system; its errors name the
+// setting at fault.
+func (c RegistryConfig) Validate() error {
+	if len(c.URLs) == 0 {
+		return fmt.Errorf("schema-registry-url: no URL")
+	}
+	for _, u := range c.URLs {
+		p, err := url.Parse(u)
+		if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+			return fmt.Errorf("schema-registry-url: %q: want an http or https URL", u)
+		}
+	}
+	switch {
+	case c.Username != "" && c.PasswordFile == "":
+		return fmt.Errorf("schema-registry-username: needs schema-registry-password-file")
+	case c.Username != "" && c.TokenFile != "":
+		return fmt.Errorf("schema-registry-username and schema-registry-token-file: basic or bearer authentication, not both")
+	case (c.TLS.CertFile == "") != (c.TLS.KeyFile == ""):
+		return fmt.Errorf("schema-registry-cert-file and schema-registry-key-file: set both or neither")
+	}
+	return nil
+}
+
+// NewRegistry returns a client of the registry c names. It checks the settings and reads the password file;
+// it does not touch the network.
+func NewRegistry(c RegistryConfig) (*sr.Client, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = 5 * time.Second
+	}
+	tc, err := c.TLS.Load()
+	if err != nil {
+		return nil, fmt.Errorf("schema registry: %w", err)
+	}
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport.TLSClientConfig = tc
+	opts := []sr.ClientOpt{
+		sr.URLs(c.URLs...),
+		sr.HTTPClient(&http.Client{Transport: transport, Timeout: c.Timeout}),
+		sr.UserAgent("ssegate"),
+	}
+	if c.Username != "" {
+		pass, err := os.ReadFile(c.PasswordFile)
+		if err != nil {
+			return nil, fmt.Errorf("schema-registry-password-file: %w", err)
+		}
+		opts = append(opts, sr.BasicAuth(c.Username, strings.TrimSpace(string(pass))))
+	}
+	if c.TokenFile != "" {
+		if _, err := os.ReadFile(c.TokenFile); err != nil {
+			return nil, fmt.Errorf("schema-registry-token-file: %w", err)
+		}
+		opts = append(opts, sr.PreReq(func(req *http.Request) error {
+			tok, err := os.ReadFile(c.TokenFile)
+			if err != nil {
+				return fmt.Errorf("schema-registry-token-file: %w", err)
+			}
+			req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
+			return nil
+		}))
+	}
+	return sr.NewClient(opts...)
+}
