@@ -6,10 +6,15 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -118,5 +123,80 @@ func TestAvroTopic(t *testing.T) {
 	filtered := rawFrames(t, ctx, ringGW.url+path+"&filter="+url.QueryEscape(`value.status == "`+order.Status+`"`), 1)[0]
 	if !bytes.Equal(filtered, fromRing[3]) {
 		t.Errorf("filter on the decoded status %q: %q, want the frame of record 3", order.Status, filtered)
+	}
+}
+
+// TestRegistryOutage: a gateway whose registry is down at start is ready and streams; records of a schema
+// it could not look up arrive, in order, as they are (registry-unavailable), none lost; once the registry is
+// back, after the backoff, records decode again, on the same stream.
+func TestRegistryOutage(t *testing.T) {
+	regURL := registrytest.URL(t)
+	avsc, bin, want := avroFixture(t, "order-event-1")
+	id := registrytest.Register(t, registrytest.Subject(t, "outage-value"), "AVRO", avsc)
+	target, err := url.Parse(regURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var down atomic.Bool
+	down.Store(true)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	registry := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if down.Load() {
+			http.Error(w, "down for the test", http.StatusServiceUnavailable)
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(registry.Close)
+
+	topic := kafkatest.NewTopic(t, 1, nil)
+	g := startGateway(t, []string{topic}, func(c *Config) {
+		c.Values.Format = "avro"
+		c.Values.Registry.URLs = []string{registry.URL}
+	})
+	g.waitReady(t) // the registry is down: readiness does not wait for it
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, g.url+"/streams/"+topic+"?heartbeat=0&from=earliest", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	events := sse.NewParser(resp.Body)
+
+	cl := kafkatest.Client(t, kgo.DefaultProduceTopic(topic))
+	value := append(binary.BigEndian.AppendUint32([]byte{0}, uint32(id)), bin...)
+	undecodable, decoded := 0, 0
+	for i := 0; decoded < 3; i++ {
+		if i == 3 {
+			down.Store(false)
+		}
+		if i > 60 {
+			t.Fatalf("%d records undecodable, none decoded after the registry came back", undecodable)
+		}
+		kafkatest.Produce(t, cl, &kgo.Record{Key: []byte(strconv.Itoa(i)), Value: value})
+		ev, err := events.Next()
+		if err != nil {
+			t.Fatalf("record %d: %v", i, err)
+		}
+		switch {
+		case ev.Data == string(want):
+			decoded++
+		case ev.Data == "base64:"+base64.StdEncoding.EncodeToString(value) && decoded == 0:
+			undecodable++
+		default:
+			t.Fatalf("record %d (%d undecodable, %d decoded before it): %q", i, undecodable, decoded, ev.Data)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if undecodable < 3 {
+		t.Errorf("%d records undecodable while the registry was down, want at least 3", undecodable)
+	}
+	if v := metricValue(t, g, "ssegate_values_undecodable_total", `reason="registry-unavailable"`); int(v) != undecodable {
+		t.Errorf("counted %v registry-unavailable, the stream had %d", v, undecodable)
+	}
+	if code, _ := get(t, g.admin+"/readyz"); code != http.StatusOK {
+		t.Errorf("readyz %d", code)
 	}
 }
