@@ -45,6 +45,7 @@ type config struct {
 	Rate          float64 // records per second; 0 = as fast as possible
 	Duration      time.Duration
 	Size          int
+	AvroID        int // values in Avro with this schema id; 0: JSON
 	Keys          int
 	GatewayPIDs   []int
 	ConnectPar    int
@@ -160,6 +161,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 			maxProducerInFlight, inFlightAtRate, inFlightAtFull))
 	fs.DurationVar(&c.Duration, "duration", 10*time.Second, "how long to produce (steady, slow) or to hold the connections (idle)")
 	fs.IntVar(&c.Size, "size", 200, "bytes per record value (JSON, padded)")
+	fs.IntVar(&c.AvroID, "avro-schema-id", 0, "steady, storm, slow: write the values in Avro, in a schema registry's wire format with this schema id (the schema of loadtest/testdata/avro/1.avsc), for a gateway serving the topic with value-format avro, which gives clients the same JSON; 0 writes JSON")
 	fs.IntVar(&c.Keys, "keys", 1000, "distinct record keys, used round-robin")
 	fs.StringVar(&pids, "gateway-pid", "", "gateway process ids, comma-separated, for CPU seconds and RSS per connection from /proc")
 	fs.IntVar(&c.PerSource, "conns-per-source", 2000,
@@ -364,6 +366,7 @@ func (c config) validate() error {
 		{(c.Producers != 1 || c.ProducerInFlight != 0) && !producesAtRate(c.Mode), "--producers and --producer-in-flight: steady, storm and slow only"},
 		{c.Duration <= 0, "--duration: want more than 0"},
 		{c.Size < 0 || c.Size > 1<<20, "--size: want 0 to 1MiB"},
+		{c.AvroID < 0, "--avro-schema-id: want a schema id, or 0"},
 		{c.Keys < 1, "--keys: want at least 1"},
 		{c.Partitions < 1 || c.Partitions > 1000, "--partitions: want 1 to 1000"},
 		{c.ConnectPar < 1, "--connect-concurrency: want at least 1"},

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"strconv"
@@ -15,9 +17,10 @@ import (
 
 // kafka is the tool's Kafka side: one producer client and an admin client on it.
 type kafka struct {
-	cl    *kgo.Client
-	adm   *kadm.Client
-	topic string
+	cl     *kgo.Client
+	adm    *kadm.Client
+	topic  string
+	avroID int // values in Avro with this schema id (recordValue); 0: JSON
 }
 
 func newKafka(brokers []string, topic string) (*kafka, error) {
@@ -114,11 +117,11 @@ func (k *kafka) offsets(lo kadm.ListedOffsets, err error, which string) ([]int64
 
 // warm produces one record synchronously, so that the producer has its connections, metadata and
 // producer id before anything is measured (the first record otherwise waits hundreds of milliseconds).
-func (k *kafka) warm(ctx context.Context) error { return warm(ctx, k.cl, k.topic) }
+func (k *kafka) warm(ctx context.Context) error { return warm(ctx, k.cl, k.topic, k.avroID) }
 
 // warm produces one warm-up record to topic through cl and waits for it.
-func warm(ctx context.Context, cl *kgo.Client, topic string) error {
-	r := &kgo.Record{Key: []byte("warm-up"), Value: makeValue(time.Now().UnixNano(), -1, 0)}
+func warm(ctx context.Context, cl *kgo.Client, topic string, avroID int) error {
+	r := &kgo.Record{Key: []byte("warm-up"), Value: recordValue(avroID, time.Now().UnixNano(), -1, 0)}
 	if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
 		return fmt.Errorf("produce to %s: %w", topic, err)
 	}
@@ -150,7 +153,7 @@ func (k *kafka) produceN(ctx context.Context, n, size, keys int, st *produceStat
 	for i := range rs {
 		rs[i] = &kgo.Record{
 			Key:   []byte("k-" + strconv.Itoa(i%keys)),
-			Value: makeValue(time.Now().UnixNano(), int64(i), size),
+			Value: recordValue(k.avroID, time.Now().UnixNano(), int64(i), size),
 		}
 	}
 	st.sent.Add(int64(n))
@@ -161,6 +164,23 @@ func (k *kafka) produceN(ctx context.Context, n, size, keys int, st *produceStat
 		return fmt.Errorf("produce to %s: %d of %d records failed: %w", k.topic, st.failed.Load(), n, *st.lastErr.Load())
 	}
 	return nil
+}
+
+// recordValue is the value of one record: makeValue's JSON, or, with an avroID, the same fields ts, seq and
+// pad in Avro (the record schema of testdata/avro/1.avsc) after the wire format's header: what a gateway
+// serving the topic with value-format avro renders as exactly makeValue's JSON, so the tool's clients read
+// both alike.
+func recordValue(avroID int, tsNanos, seq int64, size int) []byte {
+	v := makeValue(tsNanos, seq, size)
+	if avroID == 0 {
+		return v
+	}
+	pad := len(v) - bytes.LastIndexByte(v[:len(v)-2], '"') - 3 // the x's between "pad":" and "}
+	b := binary.BigEndian.AppendUint32(append(make([]byte, 0, len(v)), 0), uint32(avroID))
+	b = binary.AppendVarint(b, tsNanos) // Avro's long: a zig-zag varint, as binary.AppendVarint writes it
+	b = binary.AppendVarint(b, seq)
+	b = binary.AppendVarint(b, int64(pad))
+	return append(b, bytes.Repeat([]byte{'x'}, pad)...)
 }
 
 // makeValue returns the JSON value for one record, padded with "x" to size bytes when it is shorter.

@@ -53,6 +53,7 @@ type producer struct {
 	rate       float64 // the whole run's target in records per second (dueOf splits it); 0: as fast as it goes
 	window     int     // records handed to the client and not yet acknowledged or failed, at most
 	size, keys int
+	avroID     int // values in Avro (recordValue)
 }
 
 // dueOf returns how many records producer i of n must have handed over elapsed into a run at rate records per
@@ -98,7 +99,7 @@ func (p *producer) run(ctx context.Context, st *produceStats) {
 			seq := st.seq.Add(1) - 1
 			r := &kgo.Record{
 				Key:   []byte("k-" + strconv.Itoa(int(seq%int64(p.keys)))),
-				Value: makeValue(time.Now().UnixNano(), seq, p.size),
+				Value: recordValue(p.avroID, time.Now().UnixNano(), seq, p.size),
 			}
 			p.cl.Produce(rctx, r, done)
 			handed++
@@ -132,7 +133,7 @@ func (r *runner) openProducers(ctx context.Context) error {
 		}
 		r.extraProducers = append(r.extraProducers, cl)
 		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		err = warm(wctx, cl, r.k.topic)
+		err = warm(wctx, cl, r.k.topic, r.cfg.AvroID)
 		cancel()
 		if err != nil {
 			return err
@@ -158,7 +159,7 @@ func (r *runner) producers() []*producer {
 	}
 	ps := make([]*producer, len(cls))
 	for i, cl := range cls {
-		ps[i] = &producer{cl: cl, i: i, n: len(cls), rate: r.cfg.Rate, window: r.cfg.producerWindow(), size: r.cfg.Size, keys: r.cfg.Keys}
+		ps[i] = &producer{cl: cl, i: i, n: len(cls), rate: r.cfg.Rate, window: r.cfg.producerWindow(), size: r.cfg.Size, keys: r.cfg.Keys, avroID: r.cfg.AvroID}
 	}
 	return ps
 }

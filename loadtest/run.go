@@ -97,6 +97,7 @@ func run(ctx context.Context, cfg config) (result, error) {
 		return r.res, err
 	}
 	defer k.close()
+	k.avroID = cfg.AvroID
 	r.k = k
 	defer r.closeProducers()
 	if err := r.prepare(ctx); err != nil {

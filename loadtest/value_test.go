@@ -2,10 +2,14 @@ package main
 
 import (
 	"bufio"
+	"encoding/binary"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hamba/avro/v2"
 )
 
 func TestMakeValue(t *testing.T) {
@@ -54,5 +58,41 @@ func TestReadOpening(t *testing.T) {
 				t.Fatalf("readOpening = %q, %v; want %q, err %v", got, err, tc.want, tc.err)
 			}
 		})
+	}
+}
+
+// TestRecordValueAvro: with a schema id, the value is the wire format's header and an Avro datum of
+// testdata/avro/1.avsc (read back here with hamba/avro) holding the same ts, seq and pad as makeValue's JSON.
+func TestRecordValueAvro(t *testing.T) {
+	text, err := os.ReadFile("testdata/avro/1.avsc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sch, err := avro.Parse(string(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, seq := range []int64{-1, 0, 42, 1 << 40} {
+		for _, size := range []int{0, 200, 1000} {
+			v := recordValue(7, 1_700_000_000_123_456_789, seq, size)
+			if v[0] != 0 || binary.BigEndian.Uint32(v[1:5]) != 7 {
+				t.Fatalf("header % x", v[:5])
+			}
+			var got struct {
+				TS  int64  `avro:"ts" json:"ts"`
+				Seq int64  `avro:"seq" json:"seq"`
+				Pad string `avro:"pad" json:"pad"`
+			}
+			if err := avro.Unmarshal(sch, v[5:], &got); err != nil {
+				t.Fatalf("seq %d size %d: %v", seq, size, err)
+			}
+			rendered, _ := json.Marshal(got)
+			if want := makeValue(1_700_000_000_123_456_789, seq, size); string(rendered) != string(want) {
+				t.Errorf("seq %d size %d: Avro holds %s, JSON is %s", seq, size, rendered, want)
+			}
+		}
+	}
+	if v := recordValue(0, 1, 2, 100); string(v) != string(makeValue(1, 2, 100)) {
+		t.Errorf("without a schema id: %s", v)
 	}
 }

@@ -96,8 +96,9 @@ func appendFloat(dst []byte, f float64, bits int) []byte {
 }
 
 // appendDecimal writes the decimal whose unscaled value is the two's-complement big-endian b, with scale
-// digits after the point, as a JSON string: exact, whatever its precision.
+// digits after the point, as a JSON string: exact, whatever its precision. Up to 8 bytes it does not allocate.
 func appendDecimal(dst, b []byte, scale int) []byte {
+	var tmp [24]byte
 	var digits []byte
 	neg := len(b) > 0 && b[0]&0x80 != 0
 	if len(b) <= 8 {
@@ -109,9 +110,9 @@ func appendDecimal(dst, b []byte, scale int) []byte {
 			v = v<<8 | int64(c)
 		}
 		if neg {
-			digits = strconv.AppendUint(nil, uint64(-v), 10) // -MinInt64 as uint64 is right
+			digits = strconv.AppendUint(tmp[:0], uint64(-v), 10) // -MinInt64 as uint64 is right
 		} else {
-			digits = strconv.AppendInt(nil, v, 10)
+			digits = strconv.AppendInt(tmp[:0], v, 10)
 		}
 	} else {
 		u := new(big.Int).SetBytes(b)
@@ -128,8 +129,12 @@ func appendDecimal(dst, b []byte, scale int) []byte {
 	if scale <= 0 {
 		return append(append(dst, digits...), '"')
 	}
-	for len(digits) <= scale {
-		digits = append([]byte{'0'}, digits...)
+	if len(digits) <= scale { // 0.05: zeros before the digits, one of them before the point
+		dst = append(dst, '0', '.')
+		for range scale - len(digits) {
+			dst = append(dst, '0')
+		}
+		return append(append(dst, digits...), '"')
 	}
 	dst = append(dst, digits[:len(digits)-scale]...)
 	dst = append(dst, '.')

@@ -20,7 +20,9 @@ import (
 
 // protoOrder builds an Order of orderProto with the descriptors compiled from its text, as a producer with
 // generated code would write it, and returns its bytes.
-func protoOrder(t *testing.T) []byte {
+func protoOrder(t *testing.T) []byte { return protoOrderBytes(t) }
+
+func protoOrderBytes(t testing.TB) []byte {
 	t.Helper()
 	s, err := compileProto(context.Background(), orderProto, map[string]string{"shop/money.proto": moneyProto})
 	if err != nil {
