@@ -71,6 +71,21 @@ func AppendFrame(dst, id []byte, rec *kgo.Record, f *Format) []byte {
 	return sse.AppendEventBytes(dst, id, typ, v)
 }
 
+// FilterValue returns rec's value as a value filter sees it in rec's frame (the frame's data, decoded from
+// base64 when the frame encodes it): under a schema format the JSON it decodes to, appended to scratch, which
+// is returned grown; else (and for a value it cannot decode) the value itself. Nil for a tombstone.
+func (f *Format) FilterValue(scratch []byte, rec *kgo.Record) (value, grown []byte) {
+	k := f.Value.Schema()
+	if rec.Value == nil || k == 0 {
+		return rec.Value, scratch
+	}
+	out, err := f.Schemas.AppendJSON(scratch[:0], k, rec.Value)
+	if err != nil {
+		return rec.Value, scratch
+	}
+	return out, out
+}
+
 // appendDecoded appends the frame of a value of a schema format: its JSON as one data line (the JSON has
 // no line ends), or, when it cannot be decoded, the value as ValueAuto writes it, after the undecodable field.
 func (f *Format) appendDecoded(dst, id, typ, v []byte, k schema.Kind) []byte {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -163,20 +162,19 @@ func (c *conn) releaseBuf() {
 	}
 }
 
-// appendRecord appends rec's frame to c.buf, with the stream's position as its id; metaBuf is scratch for
-// its meta line, returned grown.
-func (c *conn) appendRecord(rec *kgo.Record, t *Topic, metaBuf []byte) []byte {
+// appendRecord appends rec's frame to c.buf, with the stream's position as its id, as deliverFrame appends a
+// ring frame (appendOut); scratch holds the frame on the way, and is returned grown.
+func (c *conn) appendRecord(rec *kgo.Record, t *Topic, scratch []byte) []byte {
 	c.idBuf, _ = c.pos.AppendText(c.idBuf[:0])
-	start := len(c.buf)
-	c.buf = feed.AppendFrame(c.buf, c.idBuf, rec, t.format())
-	if c.meta {
-		at := start + len("id: ") + len(c.idBuf) + 1
-		metaBuf = appendMeta(metaBuf[:0], rec.Partition, rec.Offset, rec.Key)
-		c.buf = slices.Insert(c.buf, at, metaBuf...)
+	if c.meta || c.p.Fields != nil {
+		scratch = feed.AppendFrame(scratch[:0], c.idBuf, rec, t.format())
+		c.buf = c.appendOut(c.buf, scratch[len("id: ")+len(c.idBuf)+1:], rec.Partition, rec.Offset, rec.Key)
+	} else {
+		c.buf = feed.AppendFrame(c.buf, c.idBuf, rec, t.format())
 	}
 	c.frames++
 	c.stats.Frames.Add(1)
-	return metaBuf
+	return scratch
 }
 
 // replay reads ranges from Kafka into the stream, in record-timestamp order across partitions.
@@ -198,16 +196,22 @@ func (c *conn) replay(ctx context.Context, t *Topic, p *kept, ranges []replay.Ra
 	}
 	waits := replay.Waits{Interval: p.Heartbeat, Idle: c.keepAliveIfDue, Before: flush}
 	first := true
-	var metaBuf []byte // scratch for a record's meta line
+	var frameBuf []byte // scratch for a record's frame
+	var valBuf []byte   // scratch for a record's value as a filter sees it
 	err := t.Replay.ReadWith(ctx, t.Name, c.epoch, ranges, waits, func(rec *kgo.Record) error {
 		c.pos.Set(rec.Partition, rec.Offset)
-		if !p.keeps(rec.Key, func() string { return recordType(rec) }, func() []byte { return rec.Value }) {
+		value := func() []byte {
+			var v []byte
+			v, valBuf = t.format().FilterValue(valBuf, rec)
+			return v
+		}
+		if !p.keeps(rec.Key, func() string { return recordType(rec) }, value) {
 			return nil
 		}
 		if err := pace.take(ctx); err != nil {
 			return err
 		}
-		metaBuf = c.appendRecord(rec, t, metaBuf)
+		frameBuf = c.appendRecord(rec, t, frameBuf)
 		if len(c.buf) >= slowFlushBytes || first {
 			// The first frame goes out at once: the client waited for it; the rest are gathered.
 			first = false

@@ -156,23 +156,43 @@ func (c *conn) deliverFrame(f ring.Frame, p *kept) (synced bool) {
 		func() []byte { return frameValue(f.Bytes[nl+1:], c.t.format().Value) }) {
 		return synced
 	}
-	switch {
-	case c.meta:
-		c.buf = append(c.buf, "id: "...)
-		c.buf = append(c.buf, c.idBuf...)
-		c.buf = append(c.buf, '\n')
-		c.buf = appendMeta(c.buf, f.Partition, f.Offset, f.Key)
-		c.buf = append(c.buf, f.Bytes[nl+1:]...)
-	case synced:
+	if synced && !c.meta && c.p.Fields == nil {
 		c.buf = append(c.buf, f.Bytes...)
-	default:
-		c.buf = append(c.buf, "id: "...)
-		c.buf = append(c.buf, c.idBuf...)
-		c.buf = append(c.buf, f.Bytes[nl:]...)
+	} else {
+		c.buf = c.appendOut(c.buf, f.Bytes[nl+1:], f.Partition, f.Offset, f.Key)
 	}
 	c.frames++
 	c.stats.Frames.Add(1)
 	return synced
+}
+
+// appendOut appends to dst a record's frame as this stream sends it: the stream's position (c.idBuf) as its
+// id, the meta line when the stream has one (WebSocket), then the rest of the frame (rest: after its id line)
+// with the data projected to the stream's fields when it asks for some. Ring frames and records read back
+// from Kafka go through it alike.
+func (c *conn) appendOut(dst, rest []byte, partition int32, offset int64, key []byte) []byte {
+	dst = append(dst, "id: "...)
+	dst = append(dst, c.idBuf...)
+	dst = append(dst, '\n')
+	if c.meta {
+		dst = appendMeta(dst, partition, offset, key)
+	}
+	if c.p.Fields == nil || bytes.HasPrefix(rest, []byte("event: delete\n")) {
+		return append(dst, rest...)
+	}
+	// The lines before the data (event, undecodable) as they are, then the projection as one data line.
+	data := bytes.Index(rest, []byte("data:"))
+	if data < 0 || (data > 0 && rest[data-1] != '\n') {
+		return append(dst, rest...)
+	}
+	start := len(dst)
+	dst = append(dst, rest[:data]...)
+	dst = append(dst, "data: "...)
+	out, ok := c.p.Fields.Apply(dst, frameValue(rest, c.t.format().Value))
+	if !ok {
+		return append(dst[:start], rest...)
+	}
+	return append(out, "\n\n"...)
 }
 
 // feedResync says f (whose id line ends at nl) is a resync the feed published (feed.Topic.gap): it has no

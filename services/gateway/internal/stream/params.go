@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ssegate/ssegate/services/gateway/internal/projection"
 	"github.com/ssegate/ssegate/services/gateway/internal/valuefilter"
 )
 
@@ -53,6 +54,9 @@ type Params struct {
 	// Filter, when not nil, keeps only records it matches (the filter query parameter, combined by AND with
 	// a token's filter, see NarrowFilter).
 	Filter *valuefilter.Program
+	// Fields, when not nil, sends of each record's JSON value only these fields (the fields query parameter);
+	// values that are not JSON objects go as they are.
+	Fields *projection.Fields
 	// Explain (the explain=1 query parameter) makes a resuming stream say where its resume comes from: an
 	// "event: resumed" frame, with the client's position as its id and ResumedData as its data, before the
 	// frames it missed. For dashboards and debugging; other clients never see the event.
@@ -73,13 +77,14 @@ type kept struct {
 	Events    map[string]bool
 	Keys      map[string]bool
 	Filter    *valuefilter.Program
+	Fields    *projection.Fields
 	OnEnd     func(CloseReason)
 	Explain   bool
 	expires   int64 // Params.Expires in Unix seconds (the token frames name it to the second); 0 for never
 }
 
 func (p *Params) kept() kept {
-	k := kept{Heartbeat: p.Heartbeat, Events: p.Events, Keys: p.Keys, Filter: p.Filter, OnEnd: p.OnEnd, Explain: p.Explain}
+	k := kept{Heartbeat: p.Heartbeat, Events: p.Events, Keys: p.Keys, Filter: p.Filter, Fields: p.Fields, OnEnd: p.OnEnd, Explain: p.Explain}
 	if !p.Expires.IsZero() {
 		k.expires = p.Expires.Unix()
 	}
@@ -181,6 +186,13 @@ func ParseParams(q url.Values, h http.Header, defaultHeartbeat time.Duration) (P
 	} else if ok {
 		if p.Filter, err = valuefilter.Compile(v); err != nil {
 			return p, &ParamError{Param: "filter", Msg: strings.TrimPrefix(err.Error(), "valuefilter: ")}
+		}
+	}
+	if v, ok, err := single(q, "fields"); err != nil {
+		return p, err
+	} else if ok {
+		if p.Fields, err = projection.Parse(v); err != nil {
+			return p, &ParamError{Param: "fields", Msg: strings.TrimPrefix(err.Error(), "projection: ")}
 		}
 	}
 	// The header wins: EventSource sends it by itself on every reconnect, while the query parameter is what

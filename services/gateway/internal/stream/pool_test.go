@@ -16,6 +16,7 @@ import (
 
 	"github.com/ssegate/ssegate/pkg/position"
 	"github.com/ssegate/ssegate/pkg/sse"
+	"github.com/ssegate/ssegate/services/gateway/internal/projection"
 )
 
 // poolServer is a Server with a writer pool behind a real loopback HTTP server.
@@ -37,6 +38,12 @@ func startPool(t *testing.T, cfg Config, topic *Topic, p Params) *poolServer {
 		pp := p
 		if ev := r.URL.Query().Get("event"); ev != "" {
 			pp.Events = map[string]bool{ev: true}
+		}
+		if fs := r.URL.Query().Get("fields"); fs != "" {
+			var err error
+			if pp.Fields, err = projection.Parse(fs); err != nil {
+				t.Errorf("fields=%s: %v", fs, err)
+			}
 		}
 		o := ps.srv.Serve(w, r, topic, pp, ps.st)
 		select {

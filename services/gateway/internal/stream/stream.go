@@ -410,7 +410,7 @@ func (c *conn) parkable() bool {
 
 // filtered says the stream has an event or key filter, so it always takes the slow path.
 func (c *conn) filtered() bool {
-	return len(c.p.Events) > 0 || len(c.p.Keys) > 0 || c.p.Filter != nil || c.meta
+	return len(c.p.Events) > 0 || len(c.p.Keys) > 0 || c.p.Filter != nil || c.p.Fields != nil || c.meta
 }
 
 // rejoin catches the stream up after its cursor fell out of the ring or its partitions changed: it takes the
