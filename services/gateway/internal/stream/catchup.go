@@ -166,6 +166,13 @@ func (c *conn) releaseBuf() {
 // ring frame (appendOut); scratch holds the frame on the way, and is returned grown.
 func (c *conn) appendRecord(rec *kgo.Record, t *Topic, scratch []byte) []byte {
 	c.idBuf, _ = c.pos.AppendText(c.idBuf[:0])
+	if c.cf != nil {
+		now := monoNow()
+		scratch = feed.AppendFrame(scratch[:0], c.idBuf, rec, t.format())
+		c.cf.hold(rec.Partition, rec.Offset, rec.Key, scratch[len("id: ")+len(c.idBuf)+1:], now)
+		c.flushDue(now)
+		return scratch
+	}
 	if c.meta || c.p.Fields != nil {
 		scratch = feed.AppendFrame(scratch[:0], c.idBuf, rec, t.format())
 		c.buf = c.appendOut(c.buf, scratch[len("id: ")+len(c.idBuf)+1:], rec.Partition, rec.Offset, rec.Key)
@@ -199,7 +206,7 @@ func (c *conn) replay(ctx context.Context, t *Topic, p *kept, ranges []replay.Ra
 	var frameBuf []byte // scratch for a record's frame
 	var valBuf []byte   // scratch for a record's value as a filter sees it
 	err := t.Replay.ReadWith(ctx, t.Name, c.epoch, ranges, waits, func(rec *kgo.Record) error {
-		c.pos.Set(rec.Partition, rec.Offset)
+		c.seen(rec.Partition, rec.Offset)
 		value := func() []byte {
 			var v []byte
 			v, valBuf = t.format().FilterValue(valBuf, rec)

@@ -68,6 +68,7 @@ func (c *conn) pull(sc *scratch) (out [][]byte, next uint64, wake <-chan struct{
 		c.synced = c.deliverFrame(f, &c.p) || c.synced
 	}
 	clear(sc.frames) // keep no references to frames the ring may evict
+	c.flushDue(monoNow())
 	if len(c.buf) == 0 {
 		return nil, next, wake, nil
 	}
@@ -139,7 +140,7 @@ func (c *conn) deliverFrame(f ring.Frame, p *kept) (synced bool) {
 	if have, ok := c.pos.Offset(f.Partition); ok && f.Offset <= have {
 		return false
 	}
-	c.pos.Set(f.Partition, f.Offset)
+	c.seen(f.Partition, f.Offset)
 	c.idBuf, _ = c.pos.AppendText(c.idBuf[:0])
 	nl := bytes.IndexByte(f.Bytes, '\n')
 	baked := f.Bytes[len("id: "):nl]
@@ -155,6 +156,10 @@ func (c *conn) deliverFrame(f ring.Frame, p *kept) (synced bool) {
 	if !feedResync(f, nl) && !p.keeps(f.Key, func() string { return frameType(f.Bytes[nl+1:]) },
 		func() []byte { return frameValue(f.Bytes[nl+1:], c.t.format().Value) }) {
 		return synced
+	}
+	if c.cf != nil {
+		c.cf.hold(f.Partition, f.Offset, f.Key, f.Bytes[nl+1:], monoNow())
+		return false
 	}
 	if synced && !c.meta && c.p.Fields == nil {
 		c.buf = append(c.buf, f.Bytes...)

@@ -81,11 +81,11 @@ func (c *conn) step(ctx context.Context, sc *scratch) (wake <-chan struct{}, r C
 	return wake, 0, false
 }
 
-// loopTimers are the timers of a stream's loop: its next keep-alive, its token's next moment and its drain
-// moment. A channel is nil while the stream has no such moment.
+// loopTimers are the timers of a stream's loop: its next keep-alive, its token's next moment, its drain
+// moment and, conflated, the end of its interval. A channel is nil while the stream has no such moment.
 type loopTimers struct {
-	hb, tok, drain    *time.Timer
-	hbC, tokC, drainC <-chan time.Time
+	hb, tok, drain, flush     *time.Timer
+	hbC, tokC, drainC, flushC <-chan time.Time
 }
 
 func (c *conn) newLoopTimers() *loopTimers {
@@ -101,6 +101,10 @@ func (c *conn) newLoopTimers() *loopTimers {
 	if c.drainAt != 0 {
 		lt.startDrain(c)
 	}
+	if c.p.Conflate > 0 {
+		lt.flush = time.NewTimer(time.Hour)
+		lt.flushC = lt.flush.C
+	}
 	return lt
 }
 
@@ -113,7 +117,7 @@ func (lt *loopTimers) startDrain(c *conn) {
 }
 
 func (lt *loopTimers) stop() {
-	for _, t := range []*time.Timer{lt.hb, lt.tok, lt.drain} {
+	for _, t := range []*time.Timer{lt.hb, lt.tok, lt.drain, lt.flush} {
 		if t != nil {
 			t.Stop()
 		}
@@ -144,8 +148,16 @@ func (c *conn) wait(ctx context.Context, lt *loopTimers, wake <-chan struct{}) (
 	if lt.tok != nil {
 		lt.tok.Reset(max(time.Duration(c.tokenDue()-monoNow()), 0))
 	}
+	if lt.flush != nil {
+		next := time.Hour
+		if due := c.flushDueAt(); due != 0 {
+			next = max(time.Duration(due-monoNow()), 0)
+		}
+		lt.flush.Reset(next)
+	}
 	select {
 	case <-wake:
+	case <-lt.flushC: // the held records go out in the next step
 	case <-lt.tokC: // written by stopSignals
 	case <-lt.hbC:
 		if err := c.keepAliveIfDue(); err != nil {

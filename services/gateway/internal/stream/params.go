@@ -57,6 +57,9 @@ type Params struct {
 	// Fields, when not nil, sends of each record's JSON value only these fields (the fields query parameter);
 	// values that are not JSON objects go as they are.
 	Fields *projection.Fields
+	// Conflate, when not zero, sends within each such interval only the latest record of each key (the
+	// conflate query parameter, see conflate.go).
+	Conflate time.Duration
 	// Explain (the explain=1 query parameter) makes a resuming stream say where its resume comes from: an
 	// "event: resumed" frame, with the client's position as its id and ResumedData as its data, before the
 	// frames it missed. For dashboards and debugging; other clients never see the event.
@@ -78,13 +81,14 @@ type kept struct {
 	Keys      map[string]bool
 	Filter    *valuefilter.Program
 	Fields    *projection.Fields
+	Conflate  time.Duration
 	OnEnd     func(CloseReason)
 	Explain   bool
 	expires   int64 // Params.Expires in Unix seconds (the token frames name it to the second); 0 for never
 }
 
 func (p *Params) kept() kept {
-	k := kept{Heartbeat: p.Heartbeat, Events: p.Events, Keys: p.Keys, Filter: p.Filter, Fields: p.Fields, OnEnd: p.OnEnd, Explain: p.Explain}
+	k := kept{Heartbeat: p.Heartbeat, Events: p.Events, Keys: p.Keys, Filter: p.Filter, Fields: p.Fields, Conflate: p.Conflate, OnEnd: p.OnEnd, Explain: p.Explain}
 	if !p.Expires.IsZero() {
 		k.expires = p.Expires.Unix()
 	}
@@ -187,6 +191,15 @@ func ParseParams(q url.Values, h http.Header, defaultHeartbeat time.Duration) (P
 		if p.Filter, err = valuefilter.Compile(v); err != nil {
 			return p, &ParamError{Param: "filter", Msg: strings.TrimPrefix(err.Error(), "valuefilter: ")}
 		}
+	}
+	if v, ok, err := single(q, "conflate"); err != nil {
+		return p, err
+	} else if ok {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < MinConflate || d > MaxConflate {
+			return p, &ParamError{Param: "conflate", Msg: fmt.Sprintf("want a duration from %v to %v, such as 250ms, got %q", MinConflate, MaxConflate, v)}
+		}
+		p.Conflate = d
 	}
 	if v, ok, err := single(q, "fields"); err != nil {
 		return p, err

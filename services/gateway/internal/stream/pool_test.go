@@ -39,6 +39,13 @@ func startPool(t *testing.T, cfg Config, topic *Topic, p Params) *poolServer {
 		if ev := r.URL.Query().Get("event"); ev != "" {
 			pp.Events = map[string]bool{ev: true}
 		}
+		if cf := r.URL.Query().Get("conflate"); cf != "" {
+			d, err := time.ParseDuration(cf)
+			if err != nil {
+				t.Errorf("conflate=%s: %v", cf, err)
+			}
+			pp.Conflate = d
+		}
 		if fs := r.URL.Query().Get("fields"); fs != "" {
 			var err error
 			if pp.Fields, err = projection.Parse(fs); err != nil {

@@ -251,6 +251,7 @@ type conn struct {
 	cursor   uint64          // next ring frame to look at
 	buf      []byte          // frames being built on the slow path
 	idBuf    []byte
+	cf       *conflation // a conflated stream's held records (conflate.go); nil for others
 
 	// A connection taken over from net/http (see pool.go). Its parked fields belong to its writer.
 	pool *pool
@@ -405,12 +406,12 @@ func (c *conn) resume() {
 
 // parkable says the stream can be handed to the writer pool when it is idle.
 func (c *conn) parkable() bool {
-	return c.raw != nil && c.raw.rc != nil && c.raw.head == nil && (c.synced || c.filtered())
+	return c.raw != nil && c.raw.rc != nil && c.raw.head == nil && (c.synced || c.filtered()) && c.p.Conflate == 0
 }
 
 // filtered says the stream has an event or key filter, so it always takes the slow path.
 func (c *conn) filtered() bool {
-	return len(c.p.Events) > 0 || len(c.p.Keys) > 0 || c.p.Filter != nil || c.p.Fields != nil || c.meta
+	return len(c.p.Events) > 0 || len(c.p.Keys) > 0 || c.p.Filter != nil || c.p.Fields != nil || c.p.Conflate > 0 || c.meta
 }
 
 // rejoin catches the stream up after its cursor fell out of the ring or its partitions changed: it takes the
@@ -419,6 +420,11 @@ func (c *conn) filtered() bool {
 // catches up from Kafka as a resume. Partitions new to the stream are read from their start, so a re-join
 // has no gap.
 func (c *conn) rejoin(ctx context.Context) error {
+	// Held records go out first: the catch-up starts from the position after them.
+	c.flushDue(0)
+	if err := c.flushBuf(); err != nil {
+		return err
+	}
 	if c.last != nil {
 		v, err := c.t.frameIDOf(ctx, c.last)
 		if err != nil {

@@ -1,0 +1,143 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/ssegate/ssegate/pkg/kafkatest"
+	"github.com/ssegate/ssegate/pkg/position"
+	"github.com/ssegate/ssegate/pkg/sse"
+)
+
+// keyed is a record value of the conflation test: its key and its sequence number among the key's records.
+type keyed struct {
+	K   string `json:"k"`
+	V   int    `json:"v"`
+	Pad string `json:"pad,omitempty"`
+}
+
+// TestConflateResume: a client of a conflated stream that drops at random moments and resumes each time on
+// the other gateway (from the ring, or from Kafka when the ring no longer holds its position) gets, of each
+// key, values in the order written, none twice, and in the end each key's final value; its ids only rise.
+func TestConflateResume(t *testing.T) {
+	topic := kafkatest.NewTopic(t, 3, nil)
+	small := func(c *Config) { c.RingBytes = 64 << 10 } // about 400 of the 800 frames: early resumes read from Kafka
+	gws := []*gateway{startGateway(t, []string{topic}, small), startGateway(t, []string{topic}, small)}
+	for _, g := range gws {
+		g.waitReady(t)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	const keys, perKey = 20, 40
+	final := map[string]int{}
+	produced := make(chan error, 1)
+	half := make(chan struct{}) // half the records are written: the ring no longer holds the first
+	go func() {
+		cl := kafkatest.Client(t, kgo.DefaultProduceTopic(topic))
+		for v := range perKey {
+			for k := range keys {
+				key := fmt.Sprintf("k%02d", k)
+				b, _ := json.Marshal(keyed{key, v, strings.Repeat("x", 100)})
+				if err := cl.ProduceSync(ctx, &kgo.Record{Key: []byte(key), Value: b}).FirstErr(); err != nil {
+					produced <- err
+					return
+				}
+			}
+			time.Sleep(25 * time.Millisecond)
+			if v == perKey/2 {
+				close(half)
+			}
+		}
+		produced <- nil
+	}()
+	for k := range keys {
+		final[fmt.Sprintf("k%02d", k)] = perKey - 1
+	}
+
+	<-half
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
+	got := map[string]int{}
+	frames := 0
+	id := ""
+	var last position.Vector
+	done := false
+	for session := 0; !done; session++ {
+		if ctx.Err() != nil {
+			t.Fatalf("after %d sessions, values %v, want %v", session, got, final)
+		}
+		g := gws[session%2]
+		u := g.url + "/streams/" + topic + "?conflate=100ms&heartbeat=0&from=earliest"
+		if id != "" {
+			u += "&last_event_id=" + url.QueryEscape(id)
+		}
+		sctx, scancel := context.WithTimeout(ctx, time.Duration(150+rng.IntN(400))*time.Millisecond)
+		req, _ := http.NewRequestWithContext(sctx, http.MethodGet, u, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			scancel()
+			if errors.Is(err, context.DeadlineExceeded) {
+				continue
+			}
+			t.Fatal(err)
+		}
+		p := sse.NewParser(resp.Body)
+		for {
+			ev, err := p.Next()
+			if err != nil {
+				break // dropped (the session's time is up)
+			}
+			if ev.Type != "message" {
+				t.Fatalf("session %d: %+v", session, ev)
+			}
+			var r keyed
+			if err := json.Unmarshal([]byte(ev.Data), &r); err != nil {
+				t.Fatalf("session %d: %q: %v", session, ev.Data, err)
+			}
+			if have, ok := got[r.K]; ok && r.V <= have {
+				t.Fatalf("session %d on gateway %d: key %s value %d after %d (from id %q)", session, session%2, r.K, r.V, have, id)
+			}
+			got[r.K] = r.V
+			frames++
+			pos, err := position.Parse(ev.ID)
+			if err != nil {
+				t.Fatalf("id %q: %v", ev.ID, err)
+			}
+			for i := range last.Len() {
+				e := last.At(i)
+				if now, ok := pos.Offset(e.Partition); !ok || now < e.Offset {
+					t.Fatalf("id %s after %s: partition %d went back", ev.ID, id, e.Partition)
+				}
+			}
+			last, id = pos, ev.ID
+		}
+		_ = resp.Body.Close()
+		scancel()
+		time.Sleep(time.Duration(rng.IntN(300)) * time.Millisecond) // away a while: sometimes past the ring
+		select {
+		case err := <-produced:
+			if err != nil {
+				t.Fatal(err)
+			}
+			produced = nil
+		default:
+		}
+		done = produced == nil && fmt.Sprint(got) == fmt.Sprint(final)
+	}
+	if frames >= keys*perKey {
+		t.Errorf("%d frames for %d records: nothing was conflated", frames, keys*perKey)
+	}
+	if resumes(t, gws[0], topic, "kafka")+resumes(t, gws[1], topic, "kafka") == 0 {
+		t.Error("no resume read from Kafka: the test does not test conflated catch-ups")
+	}
+	t.Logf("%d frames for %d records", frames, keys*perKey)
+}

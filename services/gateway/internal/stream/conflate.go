@@ -1,0 +1,127 @@
+package stream
+
+import (
+	"time"
+
+	"github.com/ssegate/ssegate/pkg/position"
+)
+
+// Conflation (the conflate query parameter): within each interval a stream holds the records it would send,
+// and at the interval's end sends, of each key (in each partition), only the latest, in the order they came;
+// records without a key (or with an empty one) are all sent. A record left out was superseded by a later record of its key that
+// the client gets after it.
+//
+// Positions stay exact in that sense. Held records go out in the order the ring (or Kafka) gave them, so in
+// each partition by offset; each gets the id of the stream's position with its own offset in its
+// partition. A record left out has a later record of its key in the same partition; if that one was sent,
+// the id the client holds covers both; if not, the id stops before it, and a resume from that id delivers it
+// (and, after it, nothing it superseded). Held records not yet sent when the stream ends (a client gone, a
+// drain, a token's expiry) are not lost: the client's id stops before them.
+//
+// A conflated stream runs on its own goroutine (the writer pool does not serve it), whose loop wakes at the
+// interval's end; a client that reads slowly gets more records conflated into each write rather than being
+// cut, and one that falls behind the ring catches up from Kafka, conflated the same way.
+
+// Bounds of the conflate parameter, and of what a stream holds: past maxHeldBytes it sends at once.
+const (
+	MinConflate  = 10 * time.Millisecond
+	MaxConflate  = time.Minute
+	maxHeldBytes = 1 << 20
+)
+
+// conflation is a conflated stream's held records.
+type conflation struct {
+	every time.Duration
+	due   int64 // monotonic time of the next send; 0 while nothing is held
+	// sent is the client's position as of the frames it was sent: held frames' ids are built from it.
+	sent  position.Vector
+	held  []heldFrame
+	byKey map[heldKey]int // a key's latest record: its index in held
+	bytes int
+}
+
+type heldKey struct {
+	partition int32
+	key       string
+}
+
+// heldFrame is a record held until the interval's end: its frame after the id line, as a ring frame has it.
+type heldFrame struct {
+	partition int32
+	offset    int64
+	key       []byte
+	rest      []byte // nil once a later record of the key superseded it
+}
+
+// conflating returns the stream's conflation, made on first use; nil when it is not conflated.
+func (c *conn) conflating() *conflation {
+	if c.p.Conflate == 0 {
+		return nil
+	}
+	if c.cf == nil {
+		c.cf = &conflation{every: c.p.Conflate, byKey: map[heldKey]int{}}
+	}
+	return c.cf
+}
+
+// seen moves the stream's position over a record it has looked at (sent, held or passed over by its
+// filters). A conflated stream's first record of an interval also fixes where the ids of that interval's
+// frames start: the position before it.
+func (c *conn) seen(partition int32, offset int64) {
+	if cf := c.conflating(); cf != nil && len(cf.held) == 0 {
+		cf.sent = c.pos.Clone()
+	}
+	c.pos.Set(partition, offset)
+}
+
+// hold keeps a record's frame (rest: after its id line) until the interval's end; a record of a key already
+// held replaces it there.
+func (cf *conflation) hold(partition int32, offset int64, key, rest []byte, now int64) {
+	if len(cf.held) == 0 {
+		cf.due = now + int64(cf.every)
+	}
+	if len(key) > 0 { // the ring does not tell a null key from an empty one: both are sent, never conflated
+		k := heldKey{partition, string(key)}
+		if i, ok := cf.byKey[k]; ok {
+			cf.bytes -= len(cf.held[i].rest)
+			cf.held[i].rest = nil
+		}
+		cf.byKey[k] = len(cf.held)
+	}
+	cf.held = append(cf.held, heldFrame{partition: partition, offset: offset, key: key, rest: append([]byte(nil), rest...)})
+	cf.bytes += len(rest)
+	if cf.bytes > maxHeldBytes {
+		cf.due = now // too much held: out at once
+	}
+}
+
+// flushDue appends to c.buf the held frames when their interval is over (or always, when now is 0), each
+// with its id, and empties the hold.
+func (c *conn) flushDue(now int64) {
+	cf := c.cf
+	if cf == nil || len(cf.held) == 0 || (now != 0 && now < cf.due) {
+		return
+	}
+	for _, h := range cf.held {
+		if h.rest == nil {
+			continue
+		}
+		cf.sent.Set(h.partition, h.offset)
+		c.idBuf, _ = cf.sent.AppendText(c.idBuf[:0])
+		c.buf = c.appendOut(c.buf, h.rest, h.partition, h.offset, h.key)
+		c.frames++
+		c.stats.Frames.Add(1)
+	}
+	clear(cf.held)
+	cf.held = cf.held[:0]
+	clear(cf.byKey)
+	cf.bytes, cf.due = 0, 0
+}
+
+// flushDueAt is when the loop must wake to send held frames: 0 when nothing is held.
+func (c *conn) flushDueAt() int64 {
+	if c.cf == nil || len(c.cf.held) == 0 {
+		return 0
+	}
+	return c.cf.due
+}
