@@ -29,14 +29,14 @@ type gateway struct {
 	done  chan error
 }
 
-func startGateway(t *testing.T, topics []string, mutate func(*Config)) *gateway {
+func startGateway(t testing.TB, topics []string, mutate func(*Config)) *gateway {
 	t.Helper()
 	return startGatewayOn(t, kafkatest.Brokers(t), topics, mutate)
 }
 
 // startGatewayOn starts a gateway reading the brokers (an address nothing listens on, for tests that need
 // no Kafka).
-func startGatewayOn(t *testing.T, brokers, topics []string, mutate func(*Config)) *gateway {
+func startGatewayOn(t testing.TB, brokers, topics []string, mutate func(*Config)) *gateway {
 	t.Helper()
 	cfg := defaults()
 	cfg.Kafka.Brokers = brokers
@@ -78,7 +78,7 @@ func startGatewayOn(t *testing.T, brokers, topics []string, mutate func(*Config)
 	return g
 }
 
-func (g *gateway) waitReady(t *testing.T) {
+func (g *gateway) waitReady(t testing.TB) {
 	t.Helper()
 	kafkatest.WaitFor(t, 30*time.Second, "gateway "+g.url+" to be ready", func() bool {
 		code, _ := get(t, g.admin+"/readyz")
@@ -86,13 +86,13 @@ func (g *gateway) waitReady(t *testing.T) {
 	})
 }
 
-func get(t *testing.T, url string) (int, string) {
+func get(t testing.TB, url string) (int, string) {
 	t.Helper()
 	return getVia(t, http.DefaultClient, url)
 }
 
 // getVia is get through the client hc.
-func getVia(t *testing.T, hc *http.Client, url string) (int, string) {
+func getVia(t testing.TB, hc *http.Client, url string) (int, string) {
 	t.Helper()
 	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
 	resp, err := hc.Do(req)

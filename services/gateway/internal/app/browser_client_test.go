@@ -35,6 +35,7 @@ connect("{{.Stream}}", {
     sessionStorage.setItem("account", JSON.stringify(seen.events));
   },
   onResync: (r) => seen.resyncs.push(r),
+  onLive: (r) => { seen.live = { id: r.id, after: seen.events.length }; },
   onTokenExpiring: () => { seen.expiring++; },
   onTokenExpired: () => { seen.expired++; },
   renewToken: async () => { if ((await fetch("/refresh", { method: "POST" })).ok) seen.refreshed++; },
@@ -46,6 +47,10 @@ type clientReport struct {
 	Opens, Stored int
 	Closed        bool
 	Events        []clientEvent
+	Live          *struct {
+		ID    string
+		After int
+	}
 }
 
 // clientEvent is one record as the page's onRecord saw it.
@@ -142,4 +147,63 @@ func TestBrowserClientModule(t *testing.T) {
 // again itself, from its position, with the new cookie: every record once, in order.
 func TestBrowserClientTokenRenewal(t *testing.T) {
 	tokenRefresh(t, true)
+}
+
+// TestBrowserClientSnapshot: in Chromium, the client module on a from=snapshot stream gets the latest value of
+// each key, then onLive with the cut's id, then every record after it.
+func TestBrowserClientSnapshot(t *testing.T) {
+	browserTools(t)
+	topic := kafkatest.NewTopic(t, 2, nil)
+	cl := kafkatest.Client(t, kgo.DefaultProduceTopic(topic))
+	const keys = 10
+	for v := range 3 {
+		for k := range keys {
+			kafkatest.Produce(t, cl, &kgo.Record{Key: fmt.Appendf(nil, "k%d", k), Value: fmt.Appendf(nil, "k%d=%d", k, v)})
+		}
+	}
+	var g *gateway
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_ = clientPage.Execute(w, map[string]string{"Gateway": g.url, "Stream": g.url + "/streams/" + topic + "?from=snapshot"})
+	})
+	app := httptest.NewServer(mux)
+	t.Cleanup(app.Close)
+	g = startGateway(t, []string{topic}, func(c *Config) { c.CORS.Origins = []string{app.URL}; c.CORS.Credentials = true })
+	g.waitReady(t)
+	_, lines := startDriver(t, 2*time.Minute, nil, "page.mjs", app.URL+"/", fmt.Sprint(keys+2), "60000")
+	if !lines.Scan() || lines.Text() != "open" {
+		t.Fatalf("the page did not open its stream: %q %v", lines.Text(), lines.Err())
+	}
+	// The cut is where the stream joined, before its snapshot frames went out: records written once they
+	// are counted come after it.
+	kafkatest.WaitFor(t, 30*time.Second, "the snapshot's frames", func() bool {
+		return metricValue(t, g, "ssegate_frames_written_total", `topic="`+topic+`"`) >= keys
+	})
+	kafkatest.Produce(t, cl, &kgo.Record{Key: []byte("k1"), Value: []byte("k1=live")}, &kgo.Record{Key: []byte("k1"), Value: []byte("k1=live2")})
+	if !lines.Scan() {
+		t.Fatalf("no report from the page: %v", lines.Err())
+	}
+	var r clientReport
+	if err := json.Unmarshal(lines.Bytes(), &r); err != nil {
+		t.Fatalf("report: %v: %s", err, lines.Text())
+	}
+	if r.Live == nil || r.Live.After != keys || r.Live.ID == "" {
+		t.Fatalf("live: %+v, want after the %d keys", r.Live, keys)
+	}
+	got := map[string]bool{}
+	for i, ev := range r.Events {
+		if ev.Text == nil {
+			t.Fatalf("event %d: %+v", i, ev)
+		}
+		got[*ev.Text] = true
+		if i >= keys && *ev.Text != []string{"k1=live", "k1=live2"}[i-keys] {
+			t.Errorf("live event %d: %q", i-keys, *ev.Text)
+		}
+	}
+	for k := range keys {
+		if !got[fmt.Sprintf("k%d=2", k)] {
+			t.Errorf("the snapshot lacks k%d=2: %v", k, got)
+		}
+	}
 }

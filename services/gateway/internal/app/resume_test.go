@@ -150,7 +150,7 @@ func resumes(t *testing.T, g *gateway, topic, source string) float64 {
 	return metricValue(t, g, "ssegate_resumes_total", `topic="`+topic+`"`, `source="`+source+`"`)
 }
 
-func metricValue(t *testing.T, g *gateway, name string, labels ...string) float64 {
+func metricValue(t testing.TB, g *gateway, name string, labels ...string) float64 {
 	t.Helper()
 	_, body := get(t, g.admin+"/metrics")
 	for _, line := range strings.Split(body, "\n") {

@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"bytes"
 	"time"
 
 	"github.com/ssegate/ssegate/pkg/position"
@@ -31,8 +32,10 @@ const (
 
 // conflation is a conflated stream's held records.
 type conflation struct {
-	every time.Duration
-	due   int64 // monotonic time of the next send; 0 while nothing is held
+	every    time.Duration
+	maxBytes int   // past this much held, it sends at once
+	live     bool  // a snapshot: tombstones are left out (the client never had their keys)
+	due      int64 // monotonic time of the next send; 0 while nothing is held
 	// sent is the client's position as of the frames it was sent: held frames' ids are built from it.
 	sent  position.Vector
 	held  []heldFrame
@@ -55,11 +58,11 @@ type heldFrame struct {
 
 // conflating returns the stream's conflation, made on first use; nil when it is not conflated.
 func (c *conn) conflating() *conflation {
-	if c.p.Conflate == 0 {
-		return nil
+	if c.cf != nil || c.p.Conflate == 0 {
+		return c.cf // a snapshot's, or none
 	}
 	if c.cf == nil {
-		c.cf = &conflation{every: c.p.Conflate, byKey: map[heldKey]int{}}
+		c.cf = &conflation{every: c.p.Conflate, maxBytes: maxHeldBytes, byKey: map[heldKey]int{}}
 	}
 	return c.cf
 }
@@ -90,7 +93,7 @@ func (cf *conflation) hold(partition int32, offset int64, key, rest []byte, now 
 	}
 	cf.held = append(cf.held, heldFrame{partition: partition, offset: offset, key: key, rest: append([]byte(nil), rest...)})
 	cf.bytes += len(rest)
-	if cf.bytes > maxHeldBytes {
+	if cf.bytes > cf.maxBytes {
 		cf.due = now // too much held: out at once
 	}
 }
@@ -103,7 +106,7 @@ func (c *conn) flushDue(now int64) {
 		return
 	}
 	for _, h := range cf.held {
-		if h.rest == nil {
+		if h.rest == nil || (cf.live && bytes.HasPrefix(h.rest, deleteTypeLine)) {
 			continue
 		}
 		cf.sent.Set(h.partition, h.offset)

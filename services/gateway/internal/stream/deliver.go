@@ -182,7 +182,7 @@ func (c *conn) appendOut(dst, rest []byte, partition int32, offset int64, key []
 	if c.meta {
 		dst = appendMeta(dst, partition, offset, key)
 	}
-	if c.p.Fields == nil || bytes.HasPrefix(rest, []byte("event: delete\n")) {
+	if c.p.Fields == nil || bytes.HasPrefix(rest, deleteTypeLine) {
 		return append(dst, rest...)
 	}
 	// The lines before the data (event, undecodable) as they are, then the projection as one data line.
@@ -210,6 +210,9 @@ func feedResync(f ring.Frame, nl int) bool {
 
 var resyncTypeLine = []byte("event: resync\n")
 
+// deleteTypeLine starts a tombstone's frame once its id line is cut off.
+var deleteTypeLine = []byte("event: " + feed.DeleteEvent + "\n")
+
 // frameType returns the event type of a frame whose id line was cut off.
 func frameType(rest []byte) string {
 	const prefix = "event: "
@@ -228,7 +231,7 @@ func frameType(rest []byte) string {
 // text format rewrote (CR to LF) comes back rewritten. A value of one data line, most of them, is the frame's
 // own bytes, not a copy: the caller must not keep or change it.
 func frameValue(rest []byte, vf feed.ValueFormat) []byte {
-	if bytes.HasPrefix(rest, []byte("event: delete\n")) {
+	if bytes.HasPrefix(rest, deleteTypeLine) {
 		return nil
 	}
 	var out []byte

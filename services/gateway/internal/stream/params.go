@@ -23,6 +23,9 @@ const (
 const (
 	FromLatest   = "latest"
 	FromEarliest = "earliest"
+	// FromSnapshot starts with the latest record of each key, then "event: live", then every record (see
+	// snapshot.go).
+	FromSnapshot = "snapshot"
 )
 
 // Params are a stream request's parameters.
@@ -138,13 +141,13 @@ func ParseParams(q url.Values, h http.Header, defaultHeartbeat time.Duration) (P
 	}
 	if ok {
 		switch v {
-		case FromLatest, FromEarliest:
+		case FromLatest, FromEarliest, FromSnapshot:
 			p.From = v
 		default:
 			t, err := time.Parse(time.RFC3339Nano, v)
 			if err != nil {
 				return p, &ParamError{Param: "from", Msg: fmt.Sprintf(
-					"want latest, earliest or an RFC 3339 time such as 2026-01-02T15:04:05Z, got %q", v)}
+					"want latest, earliest, snapshot or an RFC 3339 time such as 2026-01-02T15:04:05Z, got %q", v)}
 			}
 			// Kafka looks offsets up by milliseconds since the epoch, and negative ones are not times there
 			// but special requests: 1969-12-31T23:59:59.999Z is -1, the end of the partition, and .998 is

@@ -64,12 +64,15 @@ func (c *conn) start(ctx context.Context, t *Topic, p Params) error {
 		}
 		return errDrained
 	}
-	if !resuming && pre == nil {
-		return c.catchUp(ctx, t, &c.p, c0, head, false)
+	catchUp := func(ctx context.Context) error { return c.catchUp(ctx, t, &c.p, c0, head, resuming) }
+	if p.From == FromSnapshot {
+		c.startSnapshot(resuming)
+		catchUp = func(ctx context.Context) error { return c.snapshotTo(ctx, t, c0, head, resuming) }
 	}
-	return c.traceResume(ctx, false, c.began, pre, func(ctx context.Context) error {
-		return c.catchUp(ctx, t, &c.p, c0, head, resuming)
-	})
+	if !resuming && pre == nil {
+		return catchUp(ctx)
+	}
+	return c.traceResume(ctx, false, c.began, pre, catchUp)
 }
 
 // clientPosition takes the client's position from its id, when it sent one: resuming says c.pos is it. An
@@ -113,7 +116,7 @@ func (c *conn) clientPosition(ctx context.Context, t *Topic, p Params) (resuming
 // before every offset (earliest), or before the first record at or after a time.
 func (c *conn) startPosition(ctx context.Context, t *Topic, p Params, head position.Vector) error {
 	switch p.From {
-	case FromEarliest:
+	case FromEarliest, FromSnapshot:
 		c.pos = position.Vector{}
 	case "time":
 		if t.OffsetsAfter == nil {

@@ -84,7 +84,7 @@ function storeID(key, id) {
 }
 
 // The gateway's own event types; every other type (message, delete, a record's own type) is a record.
-const ownEvents = new Set(["resync", "resumed", "token-expiring", "token-expired"]);
+const ownEvents = new Set(["resync", "resumed", "token-expiring", "token-expired", "live"]);
 
 // connect opens the stream at url (an absolute or page-relative URL of /streams/{topic}, with any query
 // parameters: key=, event=, from=, ...) and returns {close(), get id(), get source()}. Options:
@@ -98,6 +98,8 @@ const ownEvents = new Set(["resync", "resumed", "token-expiring", "token-expired
 //   eventTypes   the records' own event types to listen for besides "message" and "delete" (an EventSource
 //                hands each type only to its listeners)
 //   onResync(r)  a resync: {id, reason, partitions: [{partition, skipped, ...}]} as the gateway sent it
+//   onLive(r)    a from=snapshot stream's snapshot is complete: {id}, the cut; records after it are live (a
+//                resume of such a stream sends what changed while away, then live again)
 //                (the position moved past offsets the client will never get)
 //   onOpen(), onError(e)  the EventSource's own; onError gets {closed: true} when it gave up (an HTTP error:
 //                the stream is not opened again)
@@ -133,6 +135,8 @@ export function connect(url, opts = {}) {
     r.id = e.lastEventId;
     if (type === "resync") {
       opts.onResync?.(r);
+    } else if (type === "live") {
+      opts.onLive?.(r);
     } else if (type === "token-expiring") {
       opts.onTokenExpiring?.(r);
       if (opts.renewToken) {

@@ -1,0 +1,88 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ssegate/ssegate/pkg/position"
+	"github.com/ssegate/ssegate/pkg/sse"
+	"github.com/ssegate/ssegate/services/gateway/internal/ring"
+)
+
+// Snapshot, then live (from=snapshot): a stream that starts with the current state of a topic of keyed
+// records (a compacted topic, typically) and goes on with its changes. It is a catch-up from the topic's
+// start to the head the stream joined the ring at, conflated with no interval: of each key, only the latest
+// record, in offset order within each partition; keys whose latest record is a tombstone are left out. Then
+// an "event: live" frame, whose id is the position of the cut, and then every record after it, as any
+// stream.
+//
+// The cut is exact per partition: everything up to the joined head is in the snapshot (or superseded in
+// it), everything after comes live. A snapshot frame's id is, as with conflation, the position with its own
+// offset, so a client that drops during the snapshot resumes from its id: a resume of a from=snapshot stream
+// (its URL keeps the parameter, and EventSource sends Last-Event-ID) is a snapshot of what changed since the
+// id, tombstones included (the client has those keys), then "live" again. A snapshot bigger than
+// SnapshotMaxBytes is sent in parts: a key may then come more than once before "live", the last one wins.
+
+// SnapshotMaxBytes bounds what a snapshot stream holds before it sends; 0 means 16 MiB. A variable for tests.
+var SnapshotMaxBytes = 16 << 20
+
+// LiveEvent is the event type of the frame that ends a snapshot.
+const LiveEvent = "live"
+
+// snapshotForever is a snapshot's interval: it sends when the catch-up ends, not on a clock.
+const snapshotForever = 100 * 365 * 24 * time.Hour
+
+// startSnapshot makes the stream hold what its catch-up reads; a resume keeps tombstones (the client has
+// the keys they delete).
+func (c *conn) startSnapshot(resuming bool) {
+	limit := SnapshotMaxBytes
+	if limit <= 0 {
+		limit = 16 << 20
+	}
+	c.cf = &conflation{every: snapshotForever, maxBytes: limit, live: !resuming, byKey: map[heldKey]int{}}
+	c.cf.sent = c.pos.Clone()
+}
+
+// snapshotTo builds the snapshot up to the ring position c0 (whose position is head): the catch-up reads
+// from Kafka what the ring does not hold, then the ring's frames up to c0 are held too. A ring that moved
+// past the stream meanwhile makes it catch up from Kafka again, from where it is.
+func (c *conn) snapshotTo(ctx context.Context, t *Topic, c0 uint64, head position.Vector, resuming bool) error {
+	if err := c.catchUp(ctx, t, &c.p, c0, head, resuming); err != nil {
+		return err
+	}
+	var sc scratch
+	for c.cursor < c0 {
+		out, next, _, err := c.pull(&sc)
+		if errors.Is(err, ring.ErrBehind) || errors.Is(err, errRejoin) {
+			c.epoch = t.epoch()
+			c0, head = c.join(t)
+			if err := c.catchUp(ctx, t, &c.p, c0, head, true); err != nil {
+				return err
+			}
+			continue
+		}
+		if len(out) > 0 { // a snapshot past its bound goes out in parts
+			if err := c.write(out); err != nil {
+				return err
+			}
+			c.written(&sc, monoNow())
+		}
+		if next == c.cursor {
+			break // nothing more in the ring (it cannot be, below c0; but never spin)
+		}
+		c.cursor = next
+	}
+	return c.endSnapshot()
+}
+
+// endSnapshot sends what the snapshot holds, then the live frame at the cut, and makes the stream an
+// ordinary one.
+func (c *conn) endSnapshot() error {
+	c.flushDue(0)
+	c.cf = nil
+	c.idBuf, _ = c.pos.AppendText(c.idBuf[:0])
+	c.buf = sse.AppendEventBytes(c.buf, c.idBuf, []byte(LiveEvent), fmt.Appendf(nil, `{"id":%q}`, c.idBuf))
+	return c.flushBuf()
+}
