@@ -26,6 +26,8 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=../proctest/service.sh
+. "$here/../proctest/service.sh"
 cache=${SSEGATE_CACHE:-$HOME/.cache/ssegate}
 host=${KAFKA_HOST:-127.0.0.1}
 version=$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$here/pom.xml")
@@ -44,21 +46,10 @@ fetch() {
 	mvn -q -B -Dstyle.color=never -f "$here/pom.xml" dependency:copy-dependencies \
 		-DoutputDirectory="$libs" -DincludeScope=runtime >"$log" 2>&1 &
 	local pid=$! rc=0
-	progress $pid "fetching"
+	service_progress $pid "fetching"
 	wait $pid || rc=$?
 	[ $rc = 0 ] || { tail -n 30 "$log" >&2; die "mvn could not fetch the Kafka jars (log: $log)"; }
 	touch "$libs/.complete"
-}
-
-# progress PID WHAT: while PID runs, says every 5 seconds that WHAT is still going on.
-progress() {
-	local t=0
-	while kill -0 "$1" 2>/dev/null; do
-		sleep 1
-		t=$((t + 1))
-		[ $((t % 5)) = 0 ] && echo "kafka.sh: still $2 (${t}s)" >&2
-	done
-	return 0
 }
 
 free_port() {
@@ -113,6 +104,11 @@ java_cmd() {
 	java -Xms"$heap" -Xmx"$heap" -XX:+UseG1GC -XX:TieredStopAtLevel=1 -Xshare:auto \
 		-Djava.awt.headless=true -Dlog4j2.configurationFile="$dir/log4j2.yaml" \
 		-cp "$libs/*" "$@"
+}
+
+# broker_ready PORT: the broker started in $dir has logged that it started and accepts connections on PORT.
+broker_ready() {
+	grep -q "Kafka Server started" "$dir/server.log" && (exec 3<>"/dev/tcp/$host/$1")
 }
 
 start() {
@@ -216,23 +212,11 @@ LOG
 	echo "$port" >"$dir/port"
 	echo "$cluster" >"$dir/cluster-id"
 	echo "${KAFKA_CONTROLLER:-1@127.0.0.1:$ctl}" >"$dir/controller"
-	local deadline=$((SECONDS + ${KAFKA_START_TIMEOUT:-90})) began=$SECONDS
-	until grep -q "Kafka Server started" "$dir/server.log" 2>/dev/null &&
-		(exec 3<>"/dev/tcp/$host/$port") 2>/dev/null; do
-		if ! kill -0 "$(cat "$dir/pid")" 2>/dev/null; then
-			tail -n 40 "$dir/stdout.log" "$dir/server.log" >&2 2>/dev/null || true
-			die "the broker exited during start-up (logs in $dir)"
-		fi
-		if [ $SECONDS -ge $deadline ]; then
-			stop "$dir"
-			die "the broker did not start within ${KAFKA_START_TIMEOUT:-90}s (logs in $dir)"
-		fi
-		sleep 0.3
-		if [ $(((SECONDS - began) % 5)) = 4 ] && [ "${said:-}" != $((SECONDS - began)) ]; then
-			said=$((SECONDS - began))
-			echo "kafka.sh: still starting the broker on 127.0.0.1:$port ($((said + 1))s)" >&2
-		fi
-	done
+	local timeout=${KAFKA_START_TIMEOUT:-90}
+	service_wait "$dir" "$timeout" "the broker on 127.0.0.1:$port" \
+		"the broker exited during start-up (logs in $dir)" \
+		"the broker did not start within ${timeout}s (logs in $dir)" \
+		"$dir/stdout.log" "$dir/server.log" -- broker_ready "$port"
 	echo "KAFKA_BROKERS=$host:$port"
 	echo "KAFKA_SASL_BROKERS=$host:$sasl"
 	echo "KAFKA_TLS_BROKERS=$host:$ssl"
@@ -240,22 +224,9 @@ LOG
 	echo "KAFKA_OAUTH_KEY=$dir/oauth/key.pem"
 }
 
-stop() {
-	dir=${1:?usage: kafka.sh stop DIR}
-	[ -f "$dir/pid" ] || return 0
-	local pid
-	pid=$(cat "$dir/pid")
-	if kill -0 "$pid" 2>/dev/null; then
-		kill -TERM "$pid" 2>/dev/null || true
-		for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
-		kill -KILL "$pid" 2>/dev/null || true
-	fi
-	rm -f "$dir/pid"
-}
-
 case "${1:-}" in
 start) shift; start "$@" ;;
-stop) shift; stop "$@" ;;
+stop) shift; service_stop "${1:?usage: kafka.sh stop DIR}" ;;
 fetch) fetch ;;
 *) die "usage: kafka.sh start DIR [PORT] | stop DIR | fetch" ;;
 esac

@@ -15,6 +15,9 @@
 # as a process id. REGISTRY_HEAP sets the heap (default 160m); its log is DIR/registry.log.
 set -euo pipefail
 
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=../proctest/service.sh
+. "$here/../proctest/service.sh"
 cache=${SSEGATE_CACHE:-$HOME/.cache/ssegate}
 version=2.6.13.Final
 app=$cache/apicurio-registry-$version/quarkus-app
@@ -35,7 +38,7 @@ fetch() {
 		-Dartifact="io.apicurio:apicurio-registry-app:$version:tar.gz:all" \
 		-DoutputDirectory="$tmp/dist" >"$log" 2>&1 &
 	local pid=$!
-	progress $pid "fetching"
+	service_progress $pid "fetching"
 	wait $pid || rc=$?
 	[ $rc = 0 ] || { tail -n 30 "$log" >&2; die "mvn could not fetch Apicurio Registry (log: $log)"; }
 	# The tar.gz holds the application's jar with its lib/ and meta/ folders, at its top level.
@@ -47,17 +50,6 @@ fetch() {
 	mkdir -p "${app%/*}"
 	mv "$tmp/quarkus-app" "$app"
 	rm -rf "$tmp"
-}
-
-# progress PID WHAT: while PID runs, says every 5 seconds that WHAT is still going on.
-progress() {
-	local t=0
-	while kill -0 "$1" 2>/dev/null; do
-		sleep 1
-		t=$((t + 1))
-		[ $((t % 5)) = 0 ] && echo "registry.sh: still $2 (${t}s)" >&2
-	done
-	return 0
 }
 
 start() {
@@ -96,45 +88,17 @@ start() {
 	echo $! >"$dir/pid"
 	echo "$port" >"$dir/port"
 	local url=http://127.0.0.1:$port/apis/ccompat/v7
-	local deadline=$((SECONDS + ${REGISTRY_START_TIMEOUT:-90})) began=$SECONDS said=
-	until curl -fsS --max-time 2 -o /dev/null "$url/subjects" 2>/dev/null; do
-		if ! kill -0 "$(cat "$dir/pid")" 2>/dev/null; then
-			tail -n 40 "$dir/registry.log" >&2 2>/dev/null || true
-			rm -f "$dir/pid"
-			die "the registry exited during start-up (log in $dir/registry.log)"
-		fi
-		if [ $SECONDS -ge $deadline ]; then
-			stop "$dir"
-			die "the registry did not answer within ${REGISTRY_START_TIMEOUT:-90}s (log in $dir/registry.log)"
-		fi
-		sleep 0.3
-		if [ $(((SECONDS - began) % 5)) = 4 ] && [ "$said" != $((SECONDS - began)) ]; then
-			said=$((SECONDS - began))
-			echo "registry.sh: still starting the registry on 127.0.0.1:$port ($((said + 1))s)" >&2
-		fi
-	done
+	local timeout=${REGISTRY_START_TIMEOUT:-90}
+	service_wait "$dir" "$timeout" "the registry on 127.0.0.1:$port" \
+		"the registry exited during start-up (log in $dir/registry.log)" \
+		"the registry did not answer within ${timeout}s (log in $dir/registry.log)" \
+		"$dir/registry.log" -- curl -fsS --max-time 2 -o /dev/null "$url/subjects"
 	echo "SCHEMA_REGISTRY_URL=$url"
-}
-
-stop() {
-	local dir=${1:?usage: registry.sh stop DIR}
-	[ -f "$dir/pid" ] || return 0
-	local pid
-	pid=$(cat "$dir/pid")
-	if kill -0 "$pid" 2>/dev/null; then
-		kill -TERM "$pid" 2>/dev/null || true
-		for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
-		if kill -0 "$pid" 2>/dev/null; then
-			kill -KILL "$pid" 2>/dev/null || true
-			for _ in $(seq 1 25); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
-		fi
-	fi
-	rm -f "$dir/pid"
 }
 
 case "${1:-}" in
 start) shift; start "$@" ;;
-stop) shift; stop "$@" ;;
+stop) shift; service_stop "${1:?usage: registry.sh stop DIR}" ;;
 fetch) fetch ;;
 *) die "usage: registry.sh start DIR [PORT] | stop DIR | fetch" ;;
 esac
