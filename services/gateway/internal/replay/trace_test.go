@@ -2,6 +2,7 @@ package replay
 
 import (
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.opentelemetry.io/otel/attribute"
@@ -25,10 +26,13 @@ func TestBlockSpans(t *testing.T) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	pool := NewPool(Config{Readers: 1, Tracer: tp.Tracer("test")}, kafkaLog(t))
 	ctx := kafkatest.Context(t)
-	for range 2 {
+	for i := range 2 {
 		if err := pool.Read(ctx, topic, 0, []Range{{Partition: 0, After: 2, Upto: 7}}, 0, nil, func(*kgo.Record) error { return nil }); err != nil {
 			t.Fatal(err)
 		}
+		// A block's span ends when its fetch lands, which may be a moment after the read has its records; the
+		// second read is from the cache only once the first fetch has landed there.
+		kafkatest.WaitFor(t, 5*time.Second, "the read's span", func() bool { return len(rec.Ended()) > i })
 	}
 	spans := rec.Ended()
 	if len(spans) != 2 {
