@@ -4,10 +4,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ssegate/ssegate/pkg/proctest"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -35,14 +36,7 @@ func TLSBrokers(t testing.TB) (brokers []string, caFile string) {
 
 func fromEnv(t testing.TB, name string) []string {
 	t.Helper()
-	v := os.Getenv(name)
-	if v == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s is not set: under CI a test that needs Kafka must not be skipped (run it with `make test`)", name)
-		}
-		t.Skipf("%s is not set: run with `make test` or pkg/kafkatest/with-services.sh to get a local Kafka", name)
-	}
-	return strings.Split(v, ",")
+	return strings.Split(proctest.Service(t, name, "a local Kafka"), ",")
 }
 
 // Client returns a client of the test cluster with opts added, closed when the test ends.

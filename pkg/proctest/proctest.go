@@ -40,3 +40,18 @@ func Status(t testing.TB, pid int, field string) string {
 	t.Fatalf("no %s in /proc/%d/status", field, pid)
 	return ""
 }
+
+// Service returns the environment variable name that with-services.sh (pkg/kafkatest) sets for a service it
+// started, what being what the service is ("Kafka", "Redis", "a schema registry"). Without it the test is
+// skipped, and fails under CI=true: there, a test that needs a service must run.
+func Service(t testing.TB, name, what string) string {
+	t.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s is not set: under CI a test that needs %s must not be skipped (run it with `make test`)", name, what)
+		}
+		t.Skipf("%s is not set: run with `make test` or pkg/kafkatest/with-services.sh to get %s", name, what)
+	}
+	return v
+}

@@ -4,10 +4,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ssegate/ssegate/pkg/proctest"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -15,14 +16,7 @@ import (
 // Addr returns the test Redis server's address, or skips t (fails it under CI=true) when there is none.
 func Addr(t testing.TB) string {
 	t.Helper()
-	v := os.Getenv("REDIS_ADDR")
-	if v == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("REDIS_ADDR is not set: under CI a test that needs Redis must not be skipped (run it with `make test`)")
-		}
-		t.Skip("REDIS_ADDR is not set: run with `make test` or pkg/kafkatest/with-services.sh to get a local Redis")
-	}
-	return v
+	return proctest.Service(t, "REDIS_ADDR", "a local Redis")
 }
 
 // Client returns a client of the test server, closed when the test ends. It fails t when the server does

@@ -17,11 +17,12 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ssegate/ssegate/pkg/proctest"
 )
 
 // Reference names another registered schema that a schema imports: Name is how the schema refers to it
@@ -36,14 +37,7 @@ type Reference struct {
 // when there is none.
 func URL(t testing.TB) string {
 	t.Helper()
-	v := os.Getenv("SCHEMA_REGISTRY_URL")
-	if v == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("SCHEMA_REGISTRY_URL is not set: under CI a test that needs the schema registry must not be skipped (run it with `make test`)")
-		}
-		t.Skip("SCHEMA_REGISTRY_URL is not set: run with `make test` or pkg/kafkatest/with-services.sh to get a local schema registry")
-	}
-	return strings.TrimSuffix(v, "/")
+	return strings.TrimSuffix(proctest.Service(t, "SCHEMA_REGISTRY_URL", "a local schema registry"), "/")
 }
 
 var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
