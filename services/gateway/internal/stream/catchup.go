@@ -278,6 +278,7 @@ func (c *conn) writeEvent(typ string, d any) error {
 	if err != nil {
 		return err
 	}
+	c.flushDue(0) // what a conflated stream holds goes first: the event's id passes it
 	c.idBuf, _ = c.pos.AppendText(c.idBuf[:0])
 	c.buf = sse.AppendEventBytes(c.buf, c.idBuf, []byte(typ), data)
 	return c.flushBuf()

@@ -121,6 +121,15 @@ func (c *conn) flushDue(now int64) {
 	cf.bytes, cf.due = 0, 0
 }
 
+// clientPos is the position the client has: the stream's, less what a conflated stream holds unsent (the
+// id of a frame of the gateway's own that does not send them first, such as the token's).
+func (c *conn) clientPos() position.Vector {
+	if c.cf != nil && len(c.cf.held) > 0 {
+		return c.cf.sent
+	}
+	return c.pos
+}
+
 // flushDueAt is when the loop must wake to send held frames: 0 when nothing is held.
 func (c *conn) flushDueAt() int64 {
 	if c.cf == nil || len(c.cf.held) == 0 {

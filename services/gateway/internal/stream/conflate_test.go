@@ -3,6 +3,7 @@ package stream
 import (
 	"fmt"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/ssegate/ssegate/pkg/position"
@@ -89,4 +90,35 @@ func TestConflateIDsAcrossPartitions(t *testing.T) {
 			t.Fatalf("frame %d = %+v, %v; want %s with id %s", i, ev, err, w.data, w.id)
 		}
 	}
+}
+
+// TestConflateTokenExpiry: the token's frames of a conflated stream carry the position the client has, not
+// one past records still held: a client whose token expires while a record is held resumes before it.
+func TestConflateTokenExpiry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFeeder(t, 1<<20)
+		f.publishTyped("", 1)
+		before := f.id()
+		w := newMemWriter()
+		var st Stats
+		p := Params{Expires: time.Now().Add(10 * time.Second), ExpiryNotice: 3 * time.Second, Conflate: time.Minute}
+		done, _ := serveMem(t, NewServer(Config{Logger: discardLog}), w, f.rg, p, &st)
+		synctest.Wait()
+		time.Sleep(2 * time.Second)
+		f.b.Reset()
+		f.offset++
+		f.b.Add(sse.AppendEvent(f.b.Buf(), f.id(), "", []byte("held")), 0, f.offset-1, []byte("k"))
+		f.rg.Publish(&f.b, []byte(f.id()))
+		time.Sleep(9 * time.Second)
+		synctest.Wait()
+		if r := closed(t, done); r != ReasonTokenExpired {
+			t.Fatalf("reason %v, want token_expired", r)
+		}
+		evs, _ := events(t, w.String())
+		if len(evs) != 2 {
+			t.Fatalf("events %+v, want the two token frames alone (the record is held)", evs)
+		}
+		checkTokenFrame(t, evs[0], EventTokenExpiring, before)
+		checkTokenFrame(t, evs[1], EventTokenExpired, before)
+	})
 }

@@ -353,7 +353,7 @@ func (c *conn) tokenFrame(typ, data string) []byte {
 	if c.last != nil {
 		id = c.last[len("id: "):bytes.IndexByte(c.last, '\n')] // the fast path: the last frame's id
 	} else {
-		id, _ = c.pos.AppendText(nil)
+		id, _ = c.clientPos().AppendText(nil)
 	}
 	return sse.AppendEventBytes(nil, id, []byte(typ), []byte(data))
 }
