@@ -193,6 +193,7 @@ func (a *App) newKafka(kopts []kgo.Opt, formats map[string]*feed.Format) (*check
 // newStreams makes the stream server (and its writers), the replay pool and what streams read of each topic.
 func (a *App) newStreams(formats map[string]*feed.Format, resolver *checkpoint.Resolver, obs *observer) {
 	cfg := a.cfg
+	conflate, _ := cfg.topicConflate() // valid: Validate checked it
 	tracer := a.tracing.Provider.Tracer(instrumentation, trace.WithInstrumentationVersion(tel.Version()))
 	a.streams = stream.NewServer(stream.Config{
 		Retry:        cfg.Retry,
@@ -215,6 +216,7 @@ func (a *App) newStreams(formats map[string]*feed.Format, resolver *checkpoint.R
 		sf := *formats[name]
 		sf.Undecodable = nil
 		st.Format = &sf
+		st.Conflate = conflate[name]
 		st.Resolve = func(ctx context.Context, id string, topicID [16]byte) (position.Vector, error) {
 			return resolver.Resolve(ctx, id, name, topicID)
 		}

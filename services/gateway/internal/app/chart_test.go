@@ -46,7 +46,7 @@ var chartValueSets = map[string]map[string]any{
 			"sasl":    map[string]any{"mechanism": "SCRAM-SHA-512", "username": "ssegate", "passwordSecret": map[string]any{"name": "kafka-pw", "key": "pw"}},
 		},
 		"gateway": map[string]any{
-			"topics": []any{"orders", "payments"}, "replicas": 3, "drainSeconds": 30, "endpointPropagationSeconds": 8,
+			"topics": []any{"orders", "payments"}, "topicConflate": map[string]any{"payments": "250ms"}, "replicas": 3, "drainSeconds": 30, "endpointPropagationSeconds": 8,
 			"autoscaling": map[string]any{"enabled": true, "targetConnectionsPerPod": 5000},
 			"ingress":     map[string]any{"enabled": true, "hosts": []any{"events.example.com"}},
 			"httpRoute":   map[string]any{"enabled": true, "parentRefs": []any{map[string]any{"name": "public"}}},

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"regexp"
@@ -16,6 +17,7 @@ import (
 	"github.com/ssegate/ssegate/pkg/kafkaconn"
 	"github.com/ssegate/ssegate/pkg/settings"
 	"github.com/ssegate/ssegate/services/gateway/internal/replay"
+	"github.com/ssegate/ssegate/services/gateway/internal/stream"
 )
 
 // Config is the gateway's configuration. Every field can be set by a flag (--name), an environment variable
@@ -110,6 +112,9 @@ type Config struct {
 	ReplayCacheBytes int64
 	// Values is how values and keys are written into frames, and where schemas come from (config_values.go).
 	Values ValuesConfig
+	// TopicConflate maps served topics to the interval every stream of the topic is conflated at, at least
+	// (a duration such as 250ms; a stream's conflate parameter may ask for longer). Default none.
+	TopicConflate map[string]string
 	// DemoTopic is the topic the dashboard at / shows. Default: the first topic.
 	DemoTopic string
 	// LogLevel is the lowest level logged: debug, info, warn or error. Default info.
@@ -211,6 +216,7 @@ func settingsOf(c *Config) []settings.Setting {
 	own = append(own, otlpSetting(&c.OTLPEndpoint), hostSetting(&c.AllowedHosts))
 	own = append(own, tlsSettings(&c.TLS)...)
 	own = append(own, valuesSettings(&c.Values)...)
+	own = append(own, setting("topic-conflate", "per-topic conflation every stream of the topic gets at least, comma-separated topic=interval pairs (prices=250ms): of each key only the latest record of each interval", settings.Map(&c.TopicConflate)))
 	own = append(own, publishSettings(&c.Publish)...)
 	own = append(own, limitSettings(&c.Limits)...)
 	own = append(own, authSettings(&c.Auth, &c.CORS)...)
@@ -326,8 +332,27 @@ func (c Config) Validate() error {
 	if err := c.validateValues(); err != nil {
 		return err
 	}
+	if _, err := c.topicConflate(); err != nil {
+		return fmt.Errorf("invalid setting topic-conflate (SSEGATE_TOPIC_CONFLATE): %w", err)
+	}
 	if _, err := newHostPolicy(c.AllowedHosts); err != nil {
 		return err
 	}
 	return c.validateAuth()
+}
+
+// topicConflate parses topic-conflate: each topic served, each interval within the conflate parameter's bounds.
+func (c Config) topicConflate() (map[string]time.Duration, error) {
+	out := make(map[string]time.Duration, len(c.TopicConflate))
+	for _, topic := range slices.Sorted(maps.Keys(c.TopicConflate)) {
+		if !slices.Contains(c.Topics, topic) {
+			return nil, fmt.Errorf("%q is not one of the served topics", topic)
+		}
+		d, err := time.ParseDuration(c.TopicConflate[topic])
+		if err != nil || d < stream.MinConflate || d > stream.MaxConflate {
+			return nil, fmt.Errorf("topic %s: want a duration from %v to %v, got %q", topic, stream.MinConflate, stream.MaxConflate, c.TopicConflate[topic])
+		}
+		out[topic] = d
+	}
+	return out, nil
 }

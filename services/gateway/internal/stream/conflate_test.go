@@ -122,3 +122,24 @@ func TestConflateTokenExpiry(t *testing.T) {
 		checkTokenFrame(t, evs[1], EventTokenExpired, before)
 	})
 }
+
+// TestTopicConflate: a topic conflated by its operator (Topic.Conflate) conflates a stream that did not ask,
+// and a stream asking for a shorter interval gets the topic's.
+func TestTopicConflate(t *testing.T) {
+	f := newFeeder(t, 1<<20)
+	ps := startPool(t, Config{}, &Topic{Ring: f.rg, Conflate: 100 * time.Millisecond}, Params{}).start(t)
+	for _, q := range []string{"", "?conflate=10ms"} {
+		c := dialOpen(t, ps.hs.URL+q)
+		f.b.Reset()
+		for _, v := range []string{"1", "2", "3"} {
+			f.offset++
+			f.b.Add(sse.AppendEvent(f.b.Buf(), f.id(), "", []byte("a="+v)), 0, f.offset-1, []byte("a"))
+		}
+		f.rg.Publish(&f.b, []byte(f.id()))
+		ev, err := c.p.Next()
+		if err != nil || ev.Data != "a=3" || ev.ID != f.id() {
+			t.Errorf("stream%s: %+v, %v; want a=3 alone, at %s", q, ev, err, f.id())
+		}
+		_ = c.resp.Body.Close()
+	}
+}

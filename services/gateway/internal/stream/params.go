@@ -90,8 +90,13 @@ type kept struct {
 	expires   int64 // Params.Expires in Unix seconds (the token frames name it to the second); 0 for never
 }
 
-func (p *Params) kept() kept {
-	k := kept{Heartbeat: p.Heartbeat, Events: p.Events, Keys: p.Keys, Filter: p.Filter, Fields: p.Fields, Conflate: p.Conflate, OnEnd: p.OnEnd, Explain: p.Explain}
+// kept returns what a stream of t keeps of p: a topic conflated by its operator (Topic.Conflate) conflates
+// every stream at least that much.
+func (p *Params) kept(t *Topic) kept {
+	k := kept{
+		Heartbeat: p.Heartbeat, Events: p.Events, Keys: p.Keys, Filter: p.Filter, Fields: p.Fields,
+		Conflate: max(p.Conflate, t.Conflate), OnEnd: p.OnEnd, Explain: p.Explain,
+	}
 	if !p.Expires.IsZero() {
 		k.expires = p.Expires.Unix()
 	}

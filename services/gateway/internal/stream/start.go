@@ -23,7 +23,7 @@ func (c *conn) start(ctx context.Context, t *Topic, p Params) error {
 	if err := c.awaitTopic(ctx, t, &p); err != nil {
 		return err
 	}
-	c.p = p.kept()
+	c.p = p.kept(t)
 	c.gen, c.epoch = t.generation(), t.epoch()
 	if c.leaving && position.IsCompact(p.LastEventID) {
 		return c.redirectCompact(p.LastEventID)

@@ -197,7 +197,7 @@ func (s *Server) Serve(w http.ResponseWriter, r *http.Request, t *Topic, p Param
 
 	stats.Open.Add(1)
 	c := &conn{
-		s: s, t: t, p: p.kept(), stats: stats, draining: s.draining, remote: r.RemoteAddr,
+		s: s, t: t, p: p.kept(t), stats: stats, draining: s.draining, remote: r.RemoteAddr,
 		parent: spanParent(r.Context()),
 	}
 	c.setExpiry(&p, monoNow(), time.Now())

@@ -37,6 +37,9 @@ type Topic struct {
 	// key-filtered stream reads, and lists in its ids, only the partitions Kafka's default partitioner
 	// (murmur2) puts its keys in.
 	KeysAnyPartition bool
+	// Conflate, when not zero, conflates every stream of the topic at least at this interval (the
+	// topic-conflate setting; a stream's conflate parameter may ask for a longer one), see conflate.go.
+	Conflate time.Duration
 	// Format is how the topic's values are written into frames read back from Kafka; it must be the feed's,
 	// so that those frames are the bytes the ring's were. Nil means feed.Plain(feed.ValueAuto).
 	Format *feed.Format

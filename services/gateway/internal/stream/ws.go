@@ -136,7 +136,7 @@ func (s *Server) ServeWebSocket(w http.ResponseWriter, r *http.Request, t *Topic
 	ws.SetReadLimit(s.cfg.WS.ReadLimit)
 	stats.Open.Add(1)
 	c := &conn{
-		s: s, t: t, p: p.kept(), stats: stats, draining: s.draining, remote: r.RemoteAddr, meta: true,
+		s: s, t: t, p: p.kept(t), stats: stats, draining: s.draining, remote: r.RemoteAddr, meta: true,
 		parent: spanParent(r.Context()),
 	}
 	// Two lifetimes: the connection's (ctx, ended when its reads fail: the client is gone), which bounds the
