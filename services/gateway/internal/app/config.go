@@ -341,18 +341,30 @@ func (c Config) Validate() error {
 	return c.validateAuth()
 }
 
+// perTopic calls fn with each topic and value of a per-topic setting (topic-auth, topic-ring-bytes, ...), in
+// topic order, once it has checked that the topic is served; it returns the first error.
+func (c Config) perTopic(m map[string]string, fn func(topic, v string) error) error {
+	for _, topic := range slices.Sorted(maps.Keys(m)) {
+		if !slices.Contains(c.Topics, topic) {
+			return fmt.Errorf("%q is not one of the served topics", topic)
+		}
+		if err := fn(topic, m[topic]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // topicConflate parses topic-conflate: each topic served, each interval within the conflate parameter's bounds.
 func (c Config) topicConflate() (map[string]time.Duration, error) {
 	out := make(map[string]time.Duration, len(c.TopicConflate))
-	for _, topic := range slices.Sorted(maps.Keys(c.TopicConflate)) {
-		if !slices.Contains(c.Topics, topic) {
-			return nil, fmt.Errorf("%q is not one of the served topics", topic)
-		}
-		d, err := time.ParseDuration(c.TopicConflate[topic])
+	err := c.perTopic(c.TopicConflate, func(topic, v string) error {
+		d, err := time.ParseDuration(v)
 		if err != nil || d < stream.MinConflate || d > stream.MaxConflate {
-			return nil, fmt.Errorf("topic %s: want a duration from %v to %v, got %q", topic, stream.MinConflate, stream.MaxConflate, c.TopicConflate[topic])
+			return fmt.Errorf("topic %s: want a duration from %v to %v, got %q", topic, stream.MinConflate, stream.MaxConflate, v)
 		}
 		out[topic] = d
-	}
-	return out, nil
+		return nil
+	})
+	return out, err
 }

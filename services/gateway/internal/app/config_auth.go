@@ -2,7 +2,6 @@ package app
 
 import (
 	"fmt"
-	"maps"
 	"net/url"
 	"slices"
 	"strings"
@@ -148,13 +147,13 @@ func (c Config) validateAuth() error {
 			return bad("auth", "%v", err)
 		}
 	}
-	for _, topic := range slices.Sorted(maps.Keys(a.TopicModes)) {
-		if !slices.Contains(c.Topics, topic) {
-			return bad("topic-auth", "%q is not one of the served topics", topic)
+	if err := c.perTopic(a.TopicModes, func(topic, v string) error {
+		if _, err := auth.ParseMode(v); err != nil {
+			return fmt.Errorf("topic %s: %w", topic, err)
 		}
-		if _, err := auth.ParseMode(a.TopicModes[topic]); err != nil {
-			return bad("topic-auth", "topic %s: %v", topic, err)
-		}
+		return nil
+	}); err != nil {
+		return bad("topic-auth", "%v", err)
 	}
 	if c.needsTokens() {
 		if !a.hasKeySource() {

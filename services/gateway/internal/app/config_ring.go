@@ -4,7 +4,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"maps"
 	"slices"
 	"strconv"
 
@@ -120,20 +119,18 @@ func (c Config) validateRings() error {
 // topicRingBytes parses topic-ring-bytes: each topic served, each size at least 64KiB.
 func (c Config) topicRingBytes() (map[string]int64, error) {
 	out := make(map[string]int64, len(c.TopicRingBytes))
-	for _, topic := range slices.Sorted(maps.Keys(c.TopicRingBytes)) {
-		if !slices.Contains(c.Topics, topic) {
-			return nil, fmt.Errorf("%q is not one of the served topics", topic)
-		}
+	err := c.perTopic(c.TopicRingBytes, func(topic, v string) error {
 		var n int64
-		if err := settings.Bytes(&n).Set(c.TopicRingBytes[topic]); err != nil {
-			return nil, fmt.Errorf("topic %s: %w", topic, err)
+		if err := settings.Bytes(&n).Set(v); err != nil {
+			return fmt.Errorf("topic %s: %w", topic, err)
 		}
 		if n < minRing {
-			return nil, fmt.Errorf("topic %s: must be at least 64KiB, got %q", topic, c.TopicRingBytes[topic])
+			return fmt.Errorf("topic %s: must be at least 64KiB, got %q", topic, v)
 		}
 		out[topic] = n
-	}
-	return out, nil
+		return nil
+	})
+	return out, err
 }
 
 // ringFeed sets the ring sizes of a feed configuration from a validated configuration.

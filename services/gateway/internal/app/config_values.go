@@ -2,8 +2,6 @@ package app
 
 import (
 	"fmt"
-	"maps"
-	"slices"
 	"time"
 
 	"github.com/ssegate/ssegate/pkg/settings"
@@ -90,29 +88,23 @@ func (c Config) validateValues() error {
 	invalid := func(name string) string {
 		return fmt.Sprintf("invalid setting %s (%s)", name, settings.EnvName("SSEGATE_", name))
 	}
+	if _, err := feed.ParseValueFormat(v.Format); err != nil {
+		return fmt.Errorf("%s: %w", invalid("value-format"), err)
+	}
+	if _, err := feed.ParseValueFormat(v.KeyFormat); err != nil && v.KeyFormat != "" {
+		return fmt.Errorf("%s: %w", invalid("key-format"), err)
+	}
 	for _, s := range []struct {
 		name string
-		one  string
 		m    map[string]string
-	}{
-		{"value-format", v.Format, nil},
-		{"key-format", v.KeyFormat, nil},
-		{"topic-value-format", "", v.TopicFormats},
-		{"topic-key-format", "", v.TopicKeyFormats},
-	} {
-		if s.m == nil {
-			if _, err := feed.ParseValueFormat(s.one); err != nil && (s.name == "value-format" || s.one != "") {
-				return fmt.Errorf("%s: %w", invalid(s.name), err)
+	}{{"topic-value-format", v.TopicFormats}, {"topic-key-format", v.TopicKeyFormats}} {
+		if err := c.perTopic(s.m, func(topic, f string) error {
+			if _, err := feed.ParseValueFormat(f); err != nil {
+				return fmt.Errorf("topic %s: %w", topic, err)
 			}
-			continue
-		}
-		for _, topic := range slices.Sorted(maps.Keys(s.m)) {
-			if !slices.Contains(c.Topics, topic) {
-				return fmt.Errorf("%s: %q is not one of the served topics", invalid(s.name), topic)
-			}
-			if _, err := feed.ParseValueFormat(s.m[topic]); err != nil {
-				return fmt.Errorf("%s: topic %s: %w", invalid(s.name), topic, err)
-			}
+			return nil
+		}); err != nil {
+			return fmt.Errorf("%s: %w", invalid(s.name), err)
 		}
 	}
 	schemas := ""
