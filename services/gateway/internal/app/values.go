@@ -16,27 +16,35 @@ import (
 // valueStats counts what the schema formats could not decode, by topic and reason, and the lookups of
 // schemas by outcome.
 type valueStats struct {
-	undecodable map[string]*[len(schemaReasons)]atomic.Int64
-	lookups     [len(schemaReasons) + 1]atomic.Int64 // by reason, the last "ok"
+	undecodable map[string]*reasonCounts
+	lookups     reasonCounts
 }
 
-// schemaReasons indexes the counts.
-var schemaReasons = schema.Reasons
+// reasonCounts counts by schema.Reasons, the last count "ok" (a lookup that worked).
+type reasonCounts [len(schema.Reasons) + 1]atomic.Int64
 
-func reasonIndex(r schema.Reason) int {
-	for i, x := range schemaReasons {
-		if x == r {
-			return i
-		}
+// count adds one to r's count (the last one for schema.LookupOK).
+func (rc *reasonCounts) count(r string) {
+	i := 0
+	for i < len(schema.Reasons) && string(schema.Reasons[i]) != r {
+		i++
 	}
-	return len(schemaReasons) // not a reason: "ok"
+	rc[i].Add(1)
+}
+
+// name is the reason or result of count i.
+func (rc *reasonCounts) name(i int) string {
+	if i < len(schema.Reasons) {
+		return string(schema.Reasons[i])
+	}
+	return schema.LookupOK
 }
 
 // formats returns the feed's formats of the served topics, with one set of schema decoders for all of them
 // when any topic has a schema format. Values the feed cannot decode are counted in a.values.
 func (a *App) formats() (map[string]*feed.Format, error) {
 	v := a.cfg.Values
-	a.values = &valueStats{undecodable: map[string]*[len(schemaReasons)]atomic.Int64{}}
+	a.values = &valueStats{undecodable: map[string]*reasonCounts{}}
 	src, err := v.schemaSource()
 	if err != nil {
 		return nil, err
@@ -48,8 +56,8 @@ func (a *App) formats() (map[string]*feed.Format, error) {
 			Timeout:      v.Registry.Timeout,
 			ValidateJSON: v.ValidateJSON,
 			OnLookup: func(result string) {
-				a.values.lookups[reasonIndex(schema.Reason(result))].Add(1)
-				if result != "ok" {
+				a.values.lookups.count(result)
+				if result != schema.LookupOK {
 					log.Warn("schema lookup failed", slog.String("reason", result))
 				}
 			},
@@ -61,11 +69,11 @@ func (a *App) formats() (map[string]*feed.Format, error) {
 		if err != nil {
 			return nil, err
 		}
-		counts := new([len(schemaReasons)]atomic.Int64)
+		counts := new(reasonCounts)
 		a.values.undecodable[topic] = counts
 		out[topic] = &feed.Format{
 			Value: value, Key: key, Schemas: decoders,
-			Undecodable: func(r schema.Reason) { counts[reasonIndex(r)%len(counts)].Add(1) },
+			Undecodable: func(r schema.Reason) { counts.count(string(r)) },
 		}
 	}
 	return out, nil
@@ -83,19 +91,15 @@ func (t *telemetry) registerValueMetrics(s *valueStats) error {
 			return fmt.Errorf("metric instrument: %w", err)
 		}
 	}
-	_, err := t.provider.Meter(instrumentation).RegisterCallback(func(_ context.Context, o metric.Observer) error {
+	_, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		for topic, counts := range s.undecodable {
-			for i := range counts {
+			for i := range schema.Reasons { // never "ok"
 				o.ObserveInt64(undecodable, counts[i].Load(),
-					metric.WithAttributes(attribute.String("topic", topic), attribute.String("reason", string(schemaReasons[i]))))
+					metric.WithAttributes(attribute.String("topic", topic), attribute.String("reason", counts.name(i))))
 			}
 		}
 		for i := range s.lookups {
-			result := "ok"
-			if i < len(schemaReasons) {
-				result = string(schemaReasons[i])
-			}
-			o.ObserveInt64(lookups, s.lookups[i].Load(), metric.WithAttributes(attribute.String("result", result)))
+			o.ObserveInt64(lookups, s.lookups[i].Load(), metric.WithAttributes(attribute.String("result", s.lookups.name(i))))
 		}
 		return nil
 	}, undecodable, lookups)

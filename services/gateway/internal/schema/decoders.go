@@ -21,13 +21,16 @@ type Source interface {
 	SchemaByVersion(ctx context.Context, subject string, version int) (sr.SubjectSchema, error)
 }
 
+// LookupOK is the outcome of a lookup that found and compiled its schema (Options.OnLookup).
+const LookupOK = "ok"
+
 // Options of Decoders.
 type Options struct {
 	// Timeout bounds one lookup of a schema, references included. Default 5s.
 	Timeout time.Duration
 	// ValidateJSON validates JSON Schema values against their schema (else they are passed through).
 	ValidateJSON bool
-	// OnLookup, when set, is told the outcome of every lookup in the source ("ok", or a Reason).
+	// OnLookup, when set, is told the outcome of every lookup in the source (LookupOK, or a Reason).
 	OnLookup func(result string)
 }
 
@@ -111,7 +114,7 @@ func (d *Decoders) fetch(id int) (*compiled, error) {
 		if e != nil {
 			d.opts.OnLookup(string(e.Reason))
 		} else {
-			d.opts.OnLookup("ok")
+			d.opts.OnLookup(LookupOK)
 		}
 	}
 	d.mu.Lock()
