@@ -58,10 +58,7 @@ type heldFrame struct {
 
 // conflating returns the stream's conflation, made on first use; nil when it is not conflated.
 func (c *conn) conflating() *conflation {
-	if c.cf != nil || c.p.Conflate == 0 {
-		return c.cf // a snapshot's, or none
-	}
-	if c.cf == nil {
+	if c.cf == nil && c.p.Conflate > 0 { // else the one made already (a snapshot's too), or none
 		c.cf = &conflation{every: c.p.Conflate, maxBytes: maxHeldBytes, byKey: map[heldKey]int{}}
 	}
 	return c.cf

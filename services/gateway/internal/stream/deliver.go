@@ -68,7 +68,9 @@ func (c *conn) pull(sc *scratch) (out [][]byte, next uint64, wake <-chan struct{
 		c.synced = c.deliverFrame(f, &c.p) || c.synced
 	}
 	clear(sc.frames) // keep no references to frames the ring may evict
-	c.flushDue(monoNow())
+	if c.cf != nil {
+		c.flushDue(monoNow())
+	}
 	if len(c.buf) == 0 {
 		return nil, next, wake, nil
 	}

@@ -16,7 +16,6 @@ import (
 
 	"github.com/ssegate/ssegate/pkg/position"
 	"github.com/ssegate/ssegate/pkg/sse"
-	"github.com/ssegate/ssegate/services/gateway/internal/projection"
 )
 
 // poolServer is a Server with a writer pool behind a real loopback HTTP server.
@@ -35,22 +34,20 @@ func startPool(t *testing.T, cfg Config, topic *Topic, p Params) *poolServer {
 	cfg.Logger = discardLog
 	ps := &poolServer{srv: NewServer(cfg), st: new(Stats), outcomes: make(chan Outcome, 16)}
 	ps.hs = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The query's event, fields and conflate parameters, as the gateway parses them, over p.
 		pp := p
-		if ev := r.URL.Query().Get("event"); ev != "" {
-			pp.Events = map[string]bool{ev: true}
+		q, err := ParseParams(r.URL.Query(), nil, 0)
+		if err != nil {
+			t.Errorf("%s: %v", r.URL.RawQuery, err)
 		}
-		if cf := r.URL.Query().Get("conflate"); cf != "" {
-			d, err := time.ParseDuration(cf)
-			if err != nil {
-				t.Errorf("conflate=%s: %v", cf, err)
-			}
-			pp.Conflate = d
+		if q.Events != nil {
+			pp.Events = q.Events
 		}
-		if fs := r.URL.Query().Get("fields"); fs != "" {
-			var err error
-			if pp.Fields, err = projection.Parse(fs); err != nil {
-				t.Errorf("fields=%s: %v", fs, err)
-			}
+		if q.Fields != nil {
+			pp.Fields = q.Fields
+		}
+		if q.Conflate != 0 {
+			pp.Conflate = q.Conflate
 		}
 		o := ps.srv.Serve(w, r, topic, pp, ps.st)
 		select {
