@@ -1,0 +1,127 @@
+package position
+
+import (
+	"errors"
+	"strings"
+)
+
+// The id of a stream of several topics: "v1:", then for each topic its name, "~" and its position's entries as
+// a one-topic id has them, separated by ",". The first topic may be any (a frame's own topic comes first, so
+// that a client that sees only ids, an EventSource, knows it); the others follow in ascending name order:
+//
+//	v1:payments~0-17,orders~0-5812.1-5790
+//
+// A topic with nothing seen yet has no entries ("payments~"); a topic the stream has not placed yet (its start
+// not known when the client dropped) is absent. Topic names are Kafka's ([A-Za-z0-9._-]), so neither "~" nor
+// "," can occur in them.
+
+// Topic separators of a several-topic id.
+const (
+	topicSep = '~' // between a topic's name and its entries
+	groupSep = ',' // between topics
+)
+
+// ErrTopics reports a several-topic id that is malformed as such: an empty or invalid topic name, a topic
+// twice, names after the first not ascending. A topic's entries that are malformed report Parse's errors.
+var ErrTopics = errors.New("position: malformed topic list")
+
+// IsTopics says id is a several-topic id (it is only checked by ParseTopics).
+func IsTopics(id string) bool {
+	return strings.HasPrefix(id, Prefix) && strings.IndexByte(id, topicSep) >= 0
+}
+
+// TopicPosition is one topic's part of a several-topic id.
+type TopicPosition struct {
+	Topic string
+	Pos   Vector
+}
+
+// ParseTopics decodes a several-topic id, in the order the id has them. Each topic's entries follow Parse's
+// rules; names must be valid Kafka topic names, each once, ascending after the first. It runs in time linear
+// in len(id).
+func ParseTopics(id string) ([]TopicPosition, error) {
+	if len(id) > MaxLen {
+		return nil, syntaxError(id, MaxLen, ErrTooLong)
+	}
+	if !strings.HasPrefix(id, Prefix) {
+		return nil, syntaxError(id, 0, ErrVersion)
+	}
+	var out []TopicPosition
+	at := len(Prefix)
+	for rest := id[at:]; ; {
+		group, more, found := strings.Cut(rest, string(groupSep))
+		name, entries, ok := strings.Cut(group, string(topicSep))
+		if !ok || !ValidTopic(name) {
+			return nil, syntaxError(id, at, ErrTopics)
+		}
+		if n := len(out); n > 1 && out[n-1].Topic >= name || n > 0 && out[0].Topic == name {
+			return nil, syntaxError(id, at, ErrTopics)
+		}
+		v, err := parse(Prefix + entries)
+		if err != nil {
+			var se *SyntaxError
+			if errors.As(err, &se) {
+				return nil, syntaxError(id, at+len(name)+1+se.Offset-len(Prefix), se.Err)
+			}
+			return nil, err
+		}
+		out = append(out, TopicPosition{Topic: name, Pos: v})
+		if !found {
+			return out, nil
+		}
+		at += len(group) + 1
+		rest = more
+	}
+}
+
+// AppendTopics appends the several-topic id of topics (ascending by name, each once) whose entries are the
+// one-topic ids in ids, each with or without its "v1:" prefix; a nil id leaves its topic out. Topic first
+// (an index of topics) comes first; -1 keeps name order.
+func AppendTopics(dst []byte, topics []string, ids [][]byte, first int) []byte {
+	dst = append(dst, Prefix...)
+	sep := false
+	group := func(i int) {
+		if ids[i] == nil {
+			return
+		}
+		if sep {
+			dst = append(dst, groupSep)
+		}
+		sep = true
+		dst = append(dst, topics[i]...)
+		dst = append(dst, topicSep)
+		id := ids[i]
+		if len(id) >= len(Prefix) && string(id[:len(Prefix)]) == Prefix {
+			id = id[len(Prefix):]
+		}
+		dst = append(dst, id...)
+	}
+	if first >= 0 {
+		group(first)
+	}
+	for i := range topics {
+		if i != first {
+			group(i)
+		}
+	}
+	return dst
+}
+
+// ValidTopic says name is a valid Kafka topic name: 1 to 249 of [A-Za-z0-9._-], not "." or "..".
+func ValidTopic(name string) bool {
+	if name == "" || len(name) > 249 || name == "." || name == ".." {
+		return false
+	}
+	for i := range len(name) {
+		c := name[i]
+		if !topicByte(c) {
+			return false
+		}
+	}
+	return true
+}
+
+// topicByte says c may be in a Kafka topic name.
+func topicByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || isDigit(c) || c == '.' || c == '_' || c == '-'
+}
