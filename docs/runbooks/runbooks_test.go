@@ -122,7 +122,7 @@ func startStack(t *testing.T) stack {
 
 	gw, admin := proctest.FreeAddr(t), proctest.FreeAddr(t)
 	startProcess(t, "gateway", filepath.Join(bin, "gateway"), brokers,
-		"--topics", topic, "--listen", gw, "--admin-listen", admin, "--heartbeat", "1s")
+		"--topics", topic+","+sourceTopic, "--listen", gw, "--admin-listen", admin, "--heartbeat", "1s")
 	waitReady(t, "gateway", "http://"+admin+"/readyz")
 
 	var rnd [4]byte

@@ -31,7 +31,7 @@ connect("{{.Stream}}", {
   onOpen: () => { seen.opens++; },
   onError: (e) => { if (e.closed) seen.closed = true; },
   onRecord: (r) => {
-    seen.events.push({ type: r.type, id: r.id, data: r.data, text: r.text ?? null, bytes: r.bytes ? Array.from(r.bytes) : null });
+    seen.events.push({ type: r.type, topic: r.topic, id: r.id, data: r.data, text: r.text ?? null, bytes: r.bytes ? Array.from(r.bytes) : null });
     sessionStorage.setItem("account", JSON.stringify(seen.events));
   },
   onResync: (r) => seen.resyncs.push(r),
@@ -55,9 +55,9 @@ type clientReport struct {
 
 // clientEvent is one record as the page's onRecord saw it.
 type clientEvent struct {
-	Type, ID string
-	Text     *string
-	Bytes    []byte
+	Type, Topic, ID string
+	Text            *string
+	Bytes           []byte
 }
 
 // TestBrowserClientModule: in Chromium, a page of another origin imports the client module from the gateway
@@ -67,19 +67,6 @@ type clientEvent struct {
 func TestBrowserClientModule(t *testing.T) {
 	browserTools(t)
 	topic := kafkatest.NewTopic(t, 2, nil)
-	var g *gateway
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		_ = clientPage.Execute(w, map[string]string{"Gateway": g.url, "Stream": g.url + "/streams/" + topic})
-	})
-	app := httptest.NewServer(mux)
-	t.Cleanup(app.Close)
-	g = startGateway(t, []string{topic}, func(c *Config) {
-		c.CORS.Origins = []string{app.URL}
-		c.CORS.Credentials = true
-	})
-	g.waitReady(t)
 	const n, reloadAt = 40, 15
 	value := func(i int) []byte {
 		if i%5 == 4 {
@@ -88,6 +75,68 @@ func TestBrowserClientModule(t *testing.T) {
 		return fmt.Appendf(nil, "record-%d", i)
 	}
 	cl := kafkatest.Client(t, kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	events := reloadedPage(t, []string{topic}, "/streams/"+topic, n, reloadAt, func(i int) *kgo.Record {
+		// Records of both partitions, 30 ms apart: live and replayed (by timestamp) alike, the page gets them
+		// in the order produced.
+		return &kgo.Record{Partition: int32(i % 2), Value: value(i)}
+	}, cl)
+	for i, ev := range events {
+		want := value(i)
+		got := ev.Bytes
+		if ev.Text != nil {
+			got = []byte(*ev.Text)
+		}
+		if ev.Type != "message" || ev.Topic != topic || string(got) != string(want) || (i%5 == 4) != (ev.Bytes != nil) {
+			t.Fatalf("record %d: %+v (text %v), want %q of %s", i, ev, ev.Text, want, topic)
+		}
+		if _, err := position.Parse(ev.ID); err != nil {
+			t.Fatalf("record %d: id %q: %v", i, ev.ID, err)
+		}
+	}
+}
+
+// TestBrowserClientTopics: TestBrowserClientModule with a stream of two topics: the module names each
+// record's topic, and resumes both exactly across the reload.
+func TestBrowserClientTopics(t *testing.T) {
+	browserTools(t)
+	ta, tb := kafkatest.NewTopic(t, 2, nil), kafkatest.NewTopic(t, 1, nil)
+	cl := kafkatest.Client(t)
+	const n, reloadAt = 40, 15
+	topicOf := func(i int) string { return []string{ta, tb}[i%2] }
+	events := reloadedPage(t, []string{ta, tb}, "/streams/"+ta+","+tb, n, reloadAt, func(i int) *kgo.Record {
+		return &kgo.Record{Topic: topicOf(i), Value: fmt.Appendf(nil, "%s %d", topicOf(i), i)}
+	}, cl)
+	next := map[string]int{ta: 0, tb: 1}
+	for i, ev := range events {
+		if ev.Text == nil || ev.Topic == "" || *ev.Text != fmt.Sprintf("%s %d", ev.Topic, next[ev.Topic]) {
+			t.Fatalf("record %d: %+v (text %v), want the next of its topic, %v", i, ev, ev.Text, next)
+		}
+		next[ev.Topic] += 2
+		if _, err := position.ParseTopics(ev.ID); err != nil {
+			t.Fatalf("record %d: id %q: %v", i, ev.ID, err)
+		}
+	}
+}
+
+// reloadedPage serves clientPage (a page of another origin, following path on a gateway of topics with the
+// client module), has the driver reload it after reloadAt records, produces n records (record(i), 30 ms
+// apart) meanwhile, and returns every record the page's account holds after the reload, which must be n, the
+// ones before the reload first.
+func reloadedPage(t *testing.T, topics []string, path string, n, reloadAt int, record func(int) *kgo.Record, cl *kgo.Client) []clientEvent {
+	t.Helper()
+	var g *gateway
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_ = clientPage.Execute(w, map[string]string{"Gateway": g.url, "Stream": g.url + path})
+	})
+	app := httptest.NewServer(mux)
+	t.Cleanup(app.Close)
+	g = startGateway(t, topics, func(c *Config) {
+		c.CORS.Origins = []string{app.URL}
+		c.CORS.Credentials = true
+	})
+	g.waitReady(t)
 	_, lines := startDriver(t, 2*time.Minute, nil, "page.mjs", app.URL+"/", fmt.Sprint(n), "60000", fmt.Sprint(reloadAt))
 	if !lines.Scan() || lines.Text() != "open" {
 		t.Fatalf("the page did not open its stream: %q %v", lines.Text(), lines.Err())
@@ -95,9 +144,7 @@ func TestBrowserClientModule(t *testing.T) {
 	produced := make(chan error, 1)
 	go func() {
 		for i := range n {
-			// Records of both partitions, 30 ms apart: live and replayed (by timestamp) alike, the page gets
-			// them in the order produced.
-			if err := cl.ProduceSync(t.Context(), &kgo.Record{Partition: int32(i % 2), Value: value(i)}).FirstErr(); err != nil {
+			if err := cl.ProduceSync(t.Context(), record(i)).FirstErr(); err != nil {
 				produced <- err
 				return
 			}
@@ -127,19 +174,7 @@ func TestBrowserClientModule(t *testing.T) {
 	if !slices.EqualFunc(r.Before.Events, events[:len(r.Before.Events)], func(a, b clientEvent) bool { return a.ID == b.ID }) {
 		t.Fatalf("the records before the reload are not where the account after it has them")
 	}
-	for i, ev := range events {
-		want := value(i)
-		got := ev.Bytes
-		if ev.Text != nil {
-			got = []byte(*ev.Text)
-		}
-		if ev.Type != "message" || string(got) != string(want) || (i%5 == 4) != (ev.Bytes != nil) {
-			t.Fatalf("record %d: %+v (text %v), want %q", i, ev, ev.Text, want)
-		}
-		if _, err := position.Parse(ev.ID); err != nil {
-			t.Fatalf("record %d: id %q: %v", i, ev.ID, err)
-		}
-	}
+	return events
 }
 
 // TestBrowserClientTokenRenewal: TestBrowserTokenRefresh with the client module: its renewToken gets the new

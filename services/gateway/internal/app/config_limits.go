@@ -24,6 +24,9 @@ type LimitConfig struct {
 	// MaxPerSubject bounds the streams of one token subject, likewise; anonymous streams are not counted.
 	// Default 0: no bound.
 	MaxPerSubject int
+	// MaxTopicsPerStream bounds the topics of one stream (/streams/orders,payments): each is a stream of its
+	// own inside it, with its goroutine and its Kafka reads. Default 10.
+	MaxTopicsPerStream int
 	// TrustedProxies are the address ranges (CIDR, or single addresses) of the proxies in front of the
 	// gateway, whose X-Forwarded-For is believed. Default none: the peer's address is the client's.
 	TrustedProxies []string
@@ -47,10 +50,11 @@ type RedisConfig = settings.Redis
 
 func limitDefaults() LimitConfig {
 	return LimitConfig{
-		QuotaKeyPrefix: limit.DefaultPrefix,
-		QuotaExpiry:    limit.DefaultExpiry,
-		QuotaTimeout:   limit.DefaultTimeout,
-		QuotaFailure:   "open",
+		MaxTopicsPerStream: 10,
+		QuotaKeyPrefix:     limit.DefaultPrefix,
+		QuotaExpiry:        limit.DefaultExpiry,
+		QuotaTimeout:       limit.DefaultTimeout,
+		QuotaFailure:       "open",
 	}
 }
 
@@ -61,6 +65,7 @@ func limitSettings(c *LimitConfig) []settings.Setting {
 		setting("stream-burst", "new streams that may come at once within stream-rate; 0 means stream-rate", settings.Int(&c.StreamBurst)),
 		setting("max-streams-per-ip", "most streams of one client address (IPv6: a /64), cluster-wide with redis-addr; 0 means no limit", settings.Int(&c.MaxPerIP)),
 		setting("max-streams-per-subject", "most streams of one token subject, cluster-wide with redis-addr; 0 means no limit", settings.Int(&c.MaxPerSubject)),
+		setting("max-topics-per-stream", "most topics in one stream (/streams/a,b)", settings.Int(&c.MaxTopicsPerStream)),
 		setting("trusted-proxies", "address ranges (CIDR) of proxies whose X-Forwarded-For is believed, comma-separated", settings.List(&c.TrustedProxies)),
 	}
 	ss = append(ss, settings.RedisSettings(&c.Redis, "SSEGATE_",
@@ -93,6 +98,7 @@ func (c LimitConfig) validate() error {
 		{"stream-burst", c.StreamBurst < 0, "zero (the rate) or positive"},
 		{"max-streams-per-ip", c.MaxPerIP < 0, "zero (no limit) or positive"},
 		{"max-streams-per-subject", c.MaxPerSubject < 0, "zero (no limit) or positive"},
+		{"max-topics-per-stream", c.MaxTopicsPerStream < 1, "at least 1"},
 		{"redis-db", c.Redis.DB < 0, "zero or positive"},
 		{"quota-key-prefix", c.QuotaKeyPrefix == "", "non-empty"},
 		{"quota-expiry", c.QuotaExpiry < time.Second, "at least 1s"},

@@ -74,6 +74,7 @@ func TestLoadDefaults(t *testing.T) {
 	want.Limits.QuotaExpiry = 30 * time.Second
 	want.Limits.QuotaTimeout = time.Second
 	want.Limits.QuotaFailure = "open"
+	want.Limits.MaxTopicsPerStream = 10
 	want.RingBytes = 64 << 20
 	want.RingFloor = 1 << 20
 	want.Heartbeat = 15 * time.Second
@@ -188,12 +189,13 @@ func TestLoadSources(t *testing.T) {
 				"--max-streams-per-ip=20", "--max-streams-per-subject=5", "--trusted-proxies=10.0.0.0/8, 192.0.2.1",
 				"--redis-addr=redis:6379", "--redis-username=gw", "--redis-password=pw", "--redis-db=2",
 				"--quota-key-prefix=q:", "--quota-expiry=1m", "--quota-timeout=250ms", "--quota-failure=closed",
+				"--max-topics-per-stream=3",
 			},
 			env: minimalEnv,
 			want: func(c *Config) {
 				c.AdminListen, c.Pprof = "127.0.0.1:9191", true
 				c.Limits = LimitConfig{
-					MaxStreams: 5000, StreamRate: 200, StreamBurst: 400, MaxPerIP: 20, MaxPerSubject: 5,
+					MaxStreams: 5000, StreamRate: 200, StreamBurst: 400, MaxPerIP: 20, MaxPerSubject: 5, MaxTopicsPerStream: 3,
 					TrustedProxies: []string{"10.0.0.0/8", "192.0.2.1"},
 					Redis:          RedisConfig{Addr: "redis:6379", Username: "gw", Password: "pw", DB: 2},
 					QuotaKeyPrefix: "q:", QuotaExpiry: time.Minute, QuotaTimeout: 250 * time.Millisecond, QuotaFailure: "closed",
@@ -510,6 +512,7 @@ func TestLoadInvalid(t *testing.T) {
 		{name: "quota-expiry too short", args: []string{"--quota-expiry=500ms"}, env: minimalEnv, want: []string{"quota-expiry", "at least 1s"}},
 		{name: "quota-timeout too long", args: []string{"--quota-expiry=3s", "--quota-timeout=1s"}, env: minimalEnv, want: []string{"quota-timeout", "third"}},
 		{name: "quota-failure unknown", args: []string{"--quota-failure=maybe"}, env: minimalEnv, want: []string{"quota-failure", "open or closed"}},
+		{name: "max-topics-per-stream zero", args: []string{"--max-topics-per-stream=0"}, env: minimalEnv, want: []string{"max-topics-per-stream", "at least 1"}},
 		{name: "ring-bytes bad unit flag", args: []string{"--ring-bytes=12XB"}, env: minimalEnv, want: []string{"ring-bytes", "12XB"}},
 		{name: "ring-bytes bad unit env", env: withEnv(map[string]string{"SSEGATE_RING_BYTES": "12XB"}), want: []string{"ring-bytes", "SSEGATE_RING_BYTES", "12XB"}},
 		{name: "ring-bytes bad unit file", env: minimalEnv, yaml: "ring-bytes: 12XB\n", want: []string{"ring-bytes", "config file", "12XB"}},

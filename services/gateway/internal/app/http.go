@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"html/template"
@@ -74,7 +75,9 @@ func (a *App) routes() *gin.Engine {
 	r.Use(a.httpClients.observe(a.tracing.Enabled()), a.checkHost) // every route, unknown paths included
 	cors := a.cors.handler(a.refuseOrigin)
 	r.GET("/streams/:topic", cors, a.handleStream)
+	r.GET("/streams", cors, a.handleStream)
 	r.OPTIONS("/streams/:topic", cors, handleOptions)
+	r.OPTIONS("/streams", cors, handleOptions)
 	r.GET("/ws/:topic", cors, a.handleWebSocket)
 	r.GET("/", cors, a.handleDashboard)
 	r.OPTIONS("/", cors, handleOptions)
@@ -103,46 +106,80 @@ func newEngine(log *slog.Logger) *gin.Engine {
 }
 
 func (a *App) handleStream(c *gin.Context) {
-	name, p, ok := a.streamRequest(c)
+	req, ok := a.streamRequest(c)
 	if !ok {
 		return
 	}
-	a.streams.Serve(c.Writer, c.Request, a.streamTopics[name], p, a.stats[name])
+	if len(req.topics) == 1 {
+		a.streams.Serve(c.Writer, c.Request, a.streamTopics[req.topics[0]], req.params[0], a.stats[req.topics[0]])
+		return
+	}
+	a.streams.ServeTopics(c.Writer, c.Request, req.streams(a), req.onEnd)
 }
 
-// streamRequest admits a stream request, whatever its transport: the topic, the token and its scope, the
-// parameters, the limits. It returns the topic and the stream's parameters (whose OnEnd gives the limits'
-// slots back), or false when it answered the request with a refusal.
-func (a *App) streamRequest(c *gin.Context) (string, stream.Params, bool) {
-	name := c.Param("topic")
-	t := a.feed.Topic(name)
-	if t == nil {
-		abort(c, errNotFound("topic "+name+" is not served by this gateway"))
-		return "", stream.Params{}, false
+// streamReq is an admitted stream request: its topics, each topic's parameters (narrowed to its grant), and
+// what gives the limits' slots back when the stream ends (also each topic's OnEnd for a stream of one).
+type streamReq struct {
+	topics []string
+	params []stream.Params
+	onEnd  func(stream.CloseReason)
+}
+
+// streams returns what a stream of several topics reads of each.
+func (r streamReq) streams(a *App) []stream.TopicStream {
+	ts := make([]stream.TopicStream, len(r.topics))
+	for i, name := range r.topics {
+		ts[i] = stream.TopicStream{Topic: a.streamTopics[name], Params: r.params[i], Stats: a.stats[name]}
 	}
-	gr, err := a.gate.admit(c.Request, name)
-	if err != nil {
-		a.refuse(c, name, err)
-		return "", stream.Params{}, false
-	}
-	p, err := stream.ParseParams(c.Request.URL.Query(), c.Request.Header, a.cfg.Heartbeat)
-	if err != nil {
-		abort(c, err)
-		return "", stream.Params{}, false
-	}
-	if err := gr.apply(a.gate, &p); err != nil {
-		a.refuse(c, name, err)
-		return "", stream.Params{}, false
-	}
-	lease, err := a.admit(c, gr.subject())
+	return ts
+}
+
+// streamRequest admits a stream request, whatever its transport: the topics, the token and its scope on each,
+// the parameters, the limits. It returns false when it answered the request with a refusal. A stream of
+// several topics is refused as a whole when its token does not allow one of them.
+func (a *App) streamRequest(c *gin.Context) (streamReq, bool) {
+	q := c.Request.URL.Query()
+	names, err := stream.TopicList(c.Param("topic"), q, a.cfg.Limits.MaxTopicsPerStream)
 	if err != nil {
 		abort(c, err)
-		return "", stream.Params{}, false
+		return streamReq{}, false
+	}
+	for _, name := range names {
+		if a.feed.Topic(name) == nil {
+			abort(c, errNotFound("topic "+name+" is not served by this gateway"))
+			return streamReq{}, false
+		}
+	}
+	grants := make([]grant, len(names))
+	subject := ""
+	for i, name := range names {
+		if grants[i], err = a.gate.admit(c.Request, name); err != nil {
+			a.refuse(c, name, err)
+			return streamReq{}, false
+		}
+		subject = cmp.Or(subject, grants[i].subject())
+	}
+	params, err := stream.ParseTopicParams(q, c.Request.Header, a.cfg.Heartbeat, names)
+	if err != nil {
+		abort(c, err)
+		return streamReq{}, false
+	}
+	for i, name := range names {
+		if err := grants[i].apply(a.gate, &params[i]); err != nil {
+			a.refuse(c, name, err)
+			return streamReq{}, false
+		}
+	}
+	lease, err := a.admit(c, subject)
+	if err != nil {
+		abort(c, err)
+		return streamReq{}, false
 	}
 	// The slots come back when the stream really ends, also for a stream the writer pool serves (Serve
 	// returns long before).
-	p.OnEnd = func(stream.CloseReason) { lease.Release() }
-	return name, p, true
+	onEnd := func(stream.CloseReason) { lease.Release() }
+	params[0].OnEnd = onEnd
+	return streamReq{topics: names, params: params, onEnd: onEnd}, true
 }
 
 // refuse answers a stream request its token does not allow, and counts it. The token itself is never logged.

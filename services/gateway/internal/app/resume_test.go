@@ -320,7 +320,7 @@ func TestResyncRetention(t *testing.T) {
 	}
 	defer func() { _ = body.Close() }()
 	d, id := resyncOf(t, p)
-	want := stream.ResyncData{Reason: "retention", Partitions: []stream.ResyncPartition{
+	want := stream.ResyncData{Reason: "retention", Topic: topic, Partitions: []stream.ResyncPartition{
 		{Partition: 0, Requested: 11, LowWatermark: 50, ResumesAt: 100, Skipped: 89},
 	}}
 	if fmt.Sprint(d) != fmt.Sprint(want) || id != "v1:0-99" {
@@ -351,7 +351,7 @@ func TestResyncAhead(t *testing.T) {
 	}
 	defer func() { _ = body.Close() }()
 	d, id := resyncOf(t, p)
-	want := stream.ResyncData{Reason: "ahead", Partitions: []stream.ResyncPartition{
+	want := stream.ResyncData{Reason: "ahead", Topic: topic, Partitions: []stream.ResyncPartition{
 		{Partition: 0, Requested: 501, LowWatermark: 0, ResumesAt: 2, Skipped: 0},
 	}}
 	if fmt.Sprint(d) != fmt.Sprint(want) || id != "v1:0-1.1-0" {
@@ -597,7 +597,7 @@ func TestResyncAheadRecreatedTopic(t *testing.T) {
 	}
 	defer func() { _ = body.Close() }()
 	d, id := resyncOf(t, p)
-	want := stream.ResyncData{Reason: "ahead", Partitions: []stream.ResyncPartition{
+	want := stream.ResyncData{Reason: "ahead", Topic: topic, Partitions: []stream.ResyncPartition{
 		{Partition: 0, Requested: 5, LowWatermark: 0, ResumesAt: 2, Skipped: 0},
 	}}
 	if fmt.Sprint(d) != fmt.Sprint(want) || id != "v1:0-1" {

@@ -147,7 +147,7 @@ func TestLowWatermarkIsTruth(t *testing.T) {
 	kafkatest.WaitFor(t, 10*time.Second, "pod a's ring to be trimmed", func() bool {
 		return metricValue(t, a, "ssegate_ring_oldest_offset", `topic="`+topic+`"`) == 50
 	})
-	want := stream.ResyncData{Reason: "retention", Partitions: []stream.ResyncPartition{
+	want := stream.ResyncData{Reason: "retention", Topic: topic, Partitions: []stream.ResyncPartition{
 		{Partition: 0, Requested: 21, LowWatermark: 50, ResumesAt: 100, Skipped: 79},
 	}}
 	for _, g := range []*gateway{a, b} {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/gin-gonic/gin"
 
@@ -23,6 +24,10 @@ func (a *App) handleWebSocket(c *gin.Context) {
 		return
 	}
 	name := c.Param("topic")
+	if o.Publish && strings.Contains(name, ",") {
+		abort(c, &stream.ParamError{Param: "publish", Msg: "a stream of several topics cannot publish: open one per topic"})
+		return
+	}
 	if o.Publish && a.feed.Topic(name) != nil {
 		inbound, err := a.wsInbound(c, name)
 		if err != nil {
@@ -35,11 +40,11 @@ func (a *App) handleWebSocket(c *gin.Context) {
 		}
 		o.Inbound = inbound
 	}
-	name, p, ok := a.streamRequest(c)
+	req, ok := a.streamRequest(c)
 	if !ok {
 		return
 	}
-	a.streams.ServeWebSocket(c.Writer, c.Request, a.streamTopics[name], p, o, a.stats[name])
+	a.streams.ServeWebSocket(c.Writer, c.Request, req.streams(a), req.onEnd, o)
 }
 
 // wsInbound checks that the request may publish into topic and returns what publishes its client's messages

@@ -27,6 +27,7 @@ type wsMessage struct {
 	Partition *int32          `json:"partition"`
 	Offset    *int64          `json:"offset"`
 	Retry     *int64          `json:"retry"`
+	Topic     string          `json:"topic"`
 }
 
 // dialWS opens a WebSocket stream of the gateway at path (with its query).

@@ -21,6 +21,8 @@ const (
 // exactly) and the feed's (offsets retention removed before the pod read them, see Topic.gap).
 type ResyncData struct {
 	Reason string `json:"reason"`
+	// Topic is the topic the resync is about: in a stream of several topics, each topic's resync is its own.
+	Topic string `json:"topic"`
 	// Error says what was wrong with an invalid id.
 	Error      string            `json:"error,omitempty"`
 	Partitions []ResyncPartition `json:"partitions"`
@@ -48,7 +50,7 @@ func (t *Topic) gap(ps *partition, partition int32, next, logStart int64) {
 	t.pos.Set(partition, logStart-1)
 	t.id = t.appendFrameID(t.id[:0])
 	skipped := logStart - next
-	data, _ := json.Marshal(ResyncData{Reason: ResyncRetention, Partitions: []ResyncPartition{{ //nolint:errchkjson // plain structs
+	data, _ := json.Marshal(ResyncData{Reason: ResyncRetention, Topic: t.name, Partitions: []ResyncPartition{{ //nolint:errchkjson // plain structs
 		Partition: partition, Requested: next, LowWatermark: logStart, ResumesAt: logStart, Skipped: skipped,
 	}}})
 	t.batch.Add(sse.AppendEventBytes(t.batch.Buf(), t.id, []byte("resync"), data), partition, logStart-1, nil)

@@ -269,7 +269,10 @@ func (c *conn) replay(ctx context.Context, t *Topic, p *kept, ranges []replay.Ra
 }
 
 // writeResync writes an "event: resync" frame carrying the stream's current position.
-func (c *conn) writeResync(d ResyncData) error { return c.writeEvent("resync", d) }
+func (c *conn) writeResync(d ResyncData) error {
+	d.Topic = c.t.Name
+	return c.writeEvent("resync", d)
+}
 
 // writeEvent writes a frame of the gateway's own, of type typ with d as JSON data, carrying the stream's
 // current position.

@@ -163,7 +163,7 @@ func (c *conn) deliverFrame(f ring.Frame, p *kept) (synced bool) {
 		c.cf.hold(f.Partition, f.Offset, f.Key, f.Bytes[nl+1:], monoNow())
 		return false
 	}
-	if synced && !c.meta && c.p.Fields == nil {
+	if synced && !c.meta && !c.muxed && c.p.Fields == nil {
 		c.buf = append(c.buf, f.Bytes...)
 	} else {
 		c.buf = c.appendOut(c.buf, f.Bytes[nl+1:], f.Partition, f.Offset, f.Key)

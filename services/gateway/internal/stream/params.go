@@ -73,6 +73,10 @@ type Params struct {
 	// stream (a writer's, for a parked one), so it must not block. Nil means none. ParseParams leaves it
 	// nil; the caller sets it.
 	OnEnd func(CloseReason)
+
+	// idErr is why the id of a stream of several topics could not be read (SplitID): each topic's stream
+	// then tells it in a resync, as for an invalid id of its own.
+	idErr error
 }
 
 // kept is what a started stream keeps of its Params: what its delivery, keep-alives, token and end need.

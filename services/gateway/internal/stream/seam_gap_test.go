@@ -37,7 +37,7 @@ func TestSeamFeedFallsBelowLogStart(t *testing.T) {
 				put("e")
 				kc.PausePolls(false)
 				ev := c.next(t)
-				want := ResyncData{Reason: ResyncRetention, Partitions: []ResyncPartition{
+				want := ResyncData{Reason: ResyncRetention, Topic: "t", Partitions: []ResyncPartition{
 					{Partition: 0, Requested: 1, LowWatermark: 3, ResumesAt: 3, Skipped: 2},
 				}}
 				if d := resyncData(t, ev); fmt.Sprint(d) != fmt.Sprint(want) || ev.ID != "v1:0-2" {

@@ -29,11 +29,12 @@ import (
 
 // pod is one gateway pod reading a memlog cluster.
 type pod struct {
-	f     *feed.Feed
-	topic *Topic
-	hs    *httptest.Server
-	srv   *Server
-	stats *Stats
+	f      *feed.Feed
+	topic  *Topic
+	topics map[string]*Topic // every topic the pod serves: topic and podOpts.more
+	hs     *httptest.Server
+	srv    *Server
+	stats  *Stats
 }
 
 // podOpts change a pod's feed and stream settings.
@@ -45,11 +46,13 @@ type podOpts struct {
 	params func(r *http.Request, p *Params) error
 	// replayLog is where the pod's replays read; nil means the cluster itself.
 	replayLog replay.Log
+	// more are topics the pod serves besides its first: GET /a,b is then a stream of several topics.
+	more []string
 }
 
 func startPod(t *testing.T, kc *memlog.Cluster, topic string, o podOpts) *pod {
 	t.Helper()
-	fc := feed.Config{Topics: []string{topic}, RingBytes: 1 << 20, MetadataInterval: 50 * time.Millisecond, Prefill: 10000, Logger: discardLog}
+	fc := feed.Config{Topics: append([]string{topic}, o.more...), RingBytes: 1 << 20, MetadataInterval: 50 * time.Millisecond, Prefill: 10000, Logger: discardLog}
 	if o.feed != nil {
 		o.feed(&fc)
 	}
@@ -66,20 +69,36 @@ func startPod(t *testing.T, kc *memlog.Cluster, topic string, o podOpts) *pod {
 	}
 	pool := replay.NewPool(replay.Config{Idle: time.Second, BlockSize: 64}, rl)
 	srv := NewServer(Config{Writers: o.writers, Logger: discardLog, Drain: 0})
-	pd := &pod{f: f, topic: NewTopic(f, topic, pool, false), srv: srv, stats: new(Stats)}
+	pd := &pod{f: f, topic: NewTopic(f, topic, pool, false), topics: map[string]*Topic{}, srv: srv, stats: new(Stats)}
+	pd.topics[topic] = pd.topic
+	for _, name := range o.more {
+		pd.topics[name] = NewTopic(f, name, pool, false)
+	}
 	pd.hs = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p, err := ParseParams(r.URL.Query(), r.Header, 0)
+		names := []string{topic}
+		if path := strings.TrimPrefix(r.URL.Path, "/"); path != "" {
+			names = strings.Split(path, ",")
+		}
+		ps, err := ParseTopicParams(r.URL.Query(), r.Header, 0, names)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		if o.params != nil {
-			if err := o.params(r, &p); err != nil {
-				http.Error(w, err.Error(), http.StatusForbidden)
-				return
+		var ts []TopicStream
+		for i, name := range names {
+			if o.params != nil {
+				if err := o.params(r, &ps[i]); err != nil {
+					http.Error(w, err.Error(), http.StatusForbidden)
+					return
+				}
 			}
+			ts = append(ts, TopicStream{Topic: pd.topics[name], Params: ps[i], Stats: pd.stats})
 		}
-		srv.Serve(w, r, pd.topic, p, pd.stats)
+		if len(ts) == 1 {
+			srv.Serve(w, r, ts[0].Topic, ts[0].Params, pd.stats)
+			return
+		}
+		srv.ServeTopics(w, r, ts, nil)
 	}))
 	t.Cleanup(func() {
 		pd.hs.CloseClientConnections()
@@ -208,7 +227,7 @@ func TestSeamLowWatermarkIsTruth(t *testing.T) {
 	kc.DeleteRecords("t", 0, 50)
 	b := startPod(t, kc, "t", podOpts{})
 	b.waitReady(t)
-	want := ResyncData{Reason: ResyncRetention, Partitions: []ResyncPartition{
+	want := ResyncData{Reason: ResyncRetention, Topic: "t", Partitions: []ResyncPartition{
 		{Partition: 0, Requested: 21, LowWatermark: 50, ResumesAt: 100, Skipped: 79},
 	}}
 	var cs []*seamClient

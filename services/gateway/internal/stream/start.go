@@ -80,6 +80,17 @@ func (c *conn) start(ctx context.Context, t *Topic, p Params) error {
 // resync and the stream starts as from= says. err is a failure to ask Kafka or to write, which ends the
 // stream.
 func (c *conn) clientPosition(ctx context.Context, t *Topic, p Params) (resuming bool, invalid, gone, err error) {
+	if p.idErr != nil {
+		return false, p.idErr, nil, nil
+	}
+	if position.IsTopics(p.LastEventID) {
+		// The id of a stream of several topics, this one among them or not.
+		ids, err := SplitID(p.LastEventID, []string{t.Name})
+		if err != nil {
+			return false, err, nil, nil
+		}
+		p.LastEventID = ids[0]
+	}
 	if p.LastEventID == "" {
 		return false, nil, nil, nil
 	}

@@ -282,7 +282,10 @@ type conn struct {
 	// meta: every record frame carries its partition, offset and key in a comment line (appendMeta), and its
 	// id as the stream's own v1 position, for a transport that tells them to its client (WebSocket). Such a
 	// stream reads frame by frame, as a filtered one does.
-	meta    bool
+	meta bool
+	// muxed: the stream is one topic of a stream of several (multi.go), which gives every frame the id of all
+	// the topics' positions. It writes its own position (v1) as every frame's id, so it takes the slow path.
+	muxed   bool
 	synced  bool // pos is the ring's position at cursor, so ring frames can be written as they are
 	gone    bool // the peer left (hangups); guarded by lifeMu
 	watched bool // hangups watches fd; guarded by its lock
@@ -411,7 +414,7 @@ func (c *conn) parkable() bool {
 
 // filtered says the stream has an event or key filter, so it always takes the slow path.
 func (c *conn) filtered() bool {
-	return len(c.p.Events) > 0 || len(c.p.Keys) > 0 || c.p.Filter != nil || c.p.Fields != nil || c.p.Conflate > 0 || c.meta
+	return len(c.p.Events) > 0 || len(c.p.Keys) > 0 || c.p.Filter != nil || c.p.Fields != nil || c.p.Conflate > 0 || c.meta || c.muxed
 }
 
 // rejoin catches the stream up after its cursor fell out of the ring or its partitions changed: it takes the

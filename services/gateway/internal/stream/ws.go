@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -116,29 +117,25 @@ func boolParam(q url.Values, name string) (bool, error) {
 	return false, &ParamError{Param: name, Msg: fmt.Sprintf("want 1, true, 0 or false, got %q", v)}
 }
 
-// ServeWebSocket upgrades the request to a WebSocket and streams topic t on it, as Serve does on an event
-// stream; the caller has validated the request (and its Origin). A request that cannot be upgraded is
-// answered by the upgrade itself, and ends as client_gone.
-func (s *Server) ServeWebSocket(w http.ResponseWriter, r *http.Request, t *Topic, p Params, o WSOptions, stats *Stats) Outcome {
+// ServeWebSocket upgrades the request to a WebSocket and streams the topics of ts on it, as Serve (one topic)
+// or ServeTopics (several) do on an event stream; the caller has validated the request (and its Origin). A
+// request that cannot be upgraded is answered by the upgrade itself, and ends as client_gone. onEnd, when not
+// nil, is called once with the reason the stream ended (for one topic, in place of its Params.OnEnd).
+func (s *Server) ServeWebSocket(w http.ResponseWriter, r *http.Request, ts []TopicStream, onEnd func(CloseReason), o WSOptions) Outcome {
 	mode := websocket.CompressionDisabled
 	if s.cfg.WS.Compression {
 		mode = websocket.CompressionContextTakeover
 	}
 	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true, CompressionMode: mode})
 	if err != nil {
-		if p.OnEnd != nil {
-			p.OnEnd(ReasonClientGone)
+		if onEnd != nil {
+			onEnd(ReasonClientGone)
 		}
 		return Outcome{Reason: ReasonClientGone}
 	}
 	s.sockets.Add(1)
 	defer s.sockets.Add(-1)
 	ws.SetReadLimit(s.cfg.WS.ReadLimit)
-	stats.Open.Add(1)
-	c := &conn{
-		s: s, t: t, p: p.kept(t), stats: stats, draining: s.draining, remote: r.RemoteAddr, meta: true,
-		parent: spanParent(r.Context()),
-	}
 	// Two lifetimes: the connection's (ctx, ended when its reads fail: the client is gone), which bounds the
 	// writes, and the stream's (run), which a client breaking the protocol ends too. A write's context must
 	// not end while the connection lives: the library closes a connection whose write context ends, even
@@ -147,16 +144,23 @@ func (s *Server) ServeWebSocket(w http.ResponseWriter, r *http.Request, t *Topic
 	defer cancel()
 	run, stop := context.WithCancel(ctx)
 	defer stop()
-	sink := newWSSink(ctx, run.Done(), ws, o, t.Name)
+	sink := newWSSink(ctx, run.Done(), ws, o, ts[0].Topic.Name)
+	ts = slices.Clone(ts)
 	if o.Hello {
-		if err := sink.hello(ctx, &p); err != nil {
-			c.end(ReasonClientGone)
+		if err := sink.hello(ctx, &ts[0].Params); err != nil {
+			for _, t := range ts {
+				t.Stats.Closed[ReasonClientGone].Add(1) // a stream that never started, counted as ended
+			}
+			if onEnd != nil {
+				onEnd(ReasonClientGone)
+			}
 			sink.close(ReasonClientGone, err)
 			return Outcome{Reason: ReasonClientGone}
 		}
+		for i := range ts {
+			ts[i].Params.LastEventID = ts[0].Params.LastEventID
+		}
 	}
-	c.setExpiry(&p, monoNow(), time.Now())
-	c.out = sink
 	// The reads outlive the stream: a read whose context ends closes the connection at once, and the close
 	// frame must go out first. They end with the connection; a read that fails ends the stream.
 	read := make(chan struct{})
@@ -164,8 +168,26 @@ func (s *Server) ServeWebSocket(w http.ResponseWriter, r *http.Request, t *Topic
 		defer close(read)
 		sink.readLoop(context.WithoutCancel(ctx), cancel, stop)
 	}()
-	reason := c.run(run, p)
-	c.end(reason)
+	var reason CloseReason
+	if len(ts) == 1 {
+		p := ts[0].Params
+		p.OnEnd = onEnd
+		ts[0].Stats.Open.Add(1)
+		c := &conn{
+			s: s, t: ts[0].Topic, p: p.kept(ts[0].Topic), stats: ts[0].Stats, draining: s.draining, remote: r.RemoteAddr,
+			meta: true, parent: spanParent(r.Context()), out: sink,
+		}
+		c.setExpiry(&p, monoNow(), time.Now())
+		reason = c.run(run, p)
+		c.end(reason)
+	} else {
+		ts = sortedTopics(ts)
+		m := newMux(ts, sink, ts[0].Params.Heartbeat)
+		reason = m.run(run, s, ts, r.RemoteAddr, spanParent(r.Context()), s.leaving.Load(), func(c *conn) { c.meta = true })
+		if onEnd != nil {
+			onEnd(reason)
+		}
+	}
 	sink.close(reason, nil)
 	<-read
 	return Outcome{Reason: reason}
@@ -226,6 +248,7 @@ type wsFrame struct {
 	retry           int64 // -1 for none
 	meta            []byte
 	undecodable     []byte // the undecodable field: why a schema format sent the value as it is
+	topic           []byte // the topic line of a stream of several topics (multi.go); nil for none
 	comment         bool   // comments alone: a keep-alive
 }
 
@@ -246,6 +269,8 @@ func parseWSFrame(frame []byte) wsFrame {
 		case bytes.HasPrefix(line, []byte("data: ")) || bytes.Equal(line, []byte("data:")):
 			data = append(data, bytes.TrimPrefix(bytes.TrimPrefix(line, []byte("data:")), []byte(" ")))
 			f.hasData = true
+		case bytes.HasPrefix(line, topicLinePrefix):
+			f.topic = line[len(topicLinePrefix):]
 		case bytes.HasPrefix(line, undecodablePrefix):
 			f.undecodable = line[len(undecodablePrefix):]
 		case bytes.HasPrefix(line, []byte("retry: ")):
@@ -349,7 +374,11 @@ func (s *wsSink) appendMessage(dst []byte, f wsFrame) []byte {
 		if retry >= 0 {
 			dst = strconv.AppendInt(field(dst, "retry"), retry, 10)
 		}
-		dst = appendJSONString(field(dst, "source"), []byte("/topics/"+s.topic))
+		topic := f.topic
+		if topic == nil {
+			topic = []byte(s.topic)
+		}
+		dst = appendJSONString(field(dst, "source"), append([]byte("/topics/"), topic...))
 		dst = appendJSONString(field(dst, "specversion"), []byte("1.0"))
 		if m.key != nil {
 			dst = appendJSONString(field(dst, "subject"), m.key)
@@ -371,6 +400,9 @@ func (s *wsSink) appendMessage(dst []byte, f wsFrame) []byte {
 	}
 	if retry >= 0 {
 		dst = strconv.AppendInt(field(dst, "retry"), retry, 10)
+	}
+	if f.topic != nil {
+		dst = appendJSONString(field(dst, "topic"), f.topic)
 	}
 	if f.undecodable != nil {
 		dst = appendJSONString(field(dst, "undecodable"), f.undecodable)

@@ -16,7 +16,7 @@
 //   });
 //   ...; s.close();
 //
-// parseID and decodeValue need no browser: the load tool's k6 scripts import them too.
+// parseID, parseTopicsID and decodeValue need no browser: the load tool's k6 scripts import them too.
 
 // parseID turns "v1:0-12.1-7" into {0: 12, 1: 7}, the last offset the client has in each partition; null for
 // anything else. It accepts exactly what the gateway's decoder accepts (partitions ascending, no leading
@@ -43,6 +43,38 @@ export function parseID(id) {
     out[p] = o;
   }
   return out;
+}
+
+// parseTopicsID turns the id of a stream of several topics, "v1:payments~0-3,orders~0-12.1-7", into
+// {payments: {0: 3}, orders: {0: 12, 1: 7}}; null for anything else (docs/gateway.md, "Streams of several
+// topics"). The first topic is the frame's own; the others follow in ascending order; each topic once, its part
+// following parseID's rules.
+const topicPattern = /^[A-Za-z0-9._-]{1,249}$/;
+
+export function parseTopicsID(id) {
+  if (typeof id !== "string" || id.length > 32 * 1024 || !id.startsWith("v1:") || !id.includes("~")) {
+    return null;
+  }
+  const out = {};
+  const names = [];
+  for (const group of id.slice(3).split(",")) {
+    const cut = group.indexOf("~");
+    const name = group.slice(0, cut);
+    const pos = cut < 0 ? null : parseID("v1:" + group.slice(cut + 1));
+    const prev = names.length > 1 ? names[names.length - 1] : null;
+    if (pos === null || !topicPattern.test(name) || name === "." || name === ".." || name in out || (prev !== null && name <= prev)) {
+      return null;
+    }
+    out[name] = pos;
+    names.push(name);
+  }
+  return out;
+}
+
+// topicOfID is the topic of a frame of a stream of several topics: the first in its id.
+function topicOfID(id) {
+  const cut = typeof id === "string" && id.startsWith("v1:") ? id.indexOf("~") : -1;
+  return cut < 0 ? undefined : id.slice(3, cut);
 }
 
 // decodeValue is a record's value from its data, as docs/gateway.md ("Values") says: on a topic whose value
@@ -86,21 +118,24 @@ function storeID(key, id) {
 // The gateway's own event types; every other type (message, delete, a record's own type) is a record.
 const ownEvents = new Set(["resync", "resumed", "token-expiring", "token-expired", "live"]);
 
-// connect opens the stream at url (an absolute or page-relative URL of /streams/{topic}, with any query
-// parameters: key=, event=, from=, ...) and returns {close(), get id(), get source()}. Options:
+// connect opens the stream at url (an absolute or page-relative URL of /streams/{topic}, or of a stream of
+// several topics, /streams/orders,payments, with any query parameters: key=, event=, from=, ...) and returns
+// {close(), get id(), get source()}. Options:
 //
 //   storageKey   the sessionStorage key of the position (default "ssegate:" + the URL without its query);
 //                null keeps no position across reloads
-//   format       the topic's value format, "auto" (default), "base64" or "text" (see decodeValue)
+//   format       the topic's value format, "auto" (default), "base64" or "text" (see decodeValue); for several
+//                topics, an object of formats by topic (topics it does not name are "auto")
 //   withCredentials  send cookies cross-origin (default true: a token in a cookie)
-//   onRecord(r)  each record: {id, type ("message", "delete" for a tombstone, whose data is the key, or the
+//   onRecord(r)  each record: {id, topic, type ("message", "delete" for a tombstone, whose data is the key, or the
 //                record's own event type), text or bytes (decodeValue), data (as it came)}
 //   eventTypes   the records' own event types to listen for besides "message" and "delete" (an EventSource
 //                hands each type only to its listeners)
-//   onResync(r)  a resync: {id, reason, partitions: [{partition, skipped, ...}]} as the gateway sent it
-//   onLive(r)    a from=snapshot stream's snapshot is complete: {id}, the cut; records after it are live (a
-//                resume of such a stream sends what changed while away, then live again)
-//                (the position moved past offsets the client will never get)
+//   onResync(r)  a resync: {id, topic, reason, partitions: [{partition, skipped, ...}]} as the gateway sent it
+//                (the position moved past offsets the client will never get; each topic's resync is its own)
+//   onLive(r)    a from=snapshot stream's snapshot is complete: {id, topic}, the cut; records after it are
+//                live (a resume of such a stream sends what changed while away, then live again; in a stream
+//                of several topics, each topic read from=snapshot says live once)
 //   onOpen(), onError(e)  the EventSource's own; onError gets {closed: true} when it gave up (an HTTP error:
 //                the stream is not opened again)
 //   renewToken() called at token-expiring; may return a promise. When the gateway ends the stream at the
@@ -110,7 +145,11 @@ const ownEvents = new Set(["resync", "resumed", "token-expiring", "token-expired
 export function connect(url, opts = {}) {
   const base = new URL(url, globalThis.location?.href);
   const key = opts.storageKey === undefined ? "ssegate:" + base.origin + base.pathname : opts.storageKey;
-  const format = opts.format ?? "auto";
+  // A stream of one topic names it in its path; one of several names each record's topic in its id.
+  const path = base.pathname.split("/").pop();
+  const single = base.pathname.includes("/streams/") && !path.includes(",") && !base.searchParams.has("topic");
+  const topicOf = (next) => (single ? decodeURIComponent(path) : topicOfID(next));
+  const formatOf = (topic) => (typeof opts.format === "object" ? (opts.format?.[topic] ?? "auto") : (opts.format ?? "auto"));
   let id = key === null ? null : storedID(key);
   let es = null;
   let closed = false;
@@ -125,13 +164,16 @@ export function connect(url, opts = {}) {
     }
   };
   const gatewayEvent = (type, e) => {
-    moved(e.lastEventId);
     let r;
     try {
       r = JSON.parse(e.data);
     } catch {
       r = { data: e.data };
     }
+    if (type === "resync" || type === "live") {
+      r.topic ??= topicOf(e.lastEventId);
+    }
+    moved(e.lastEventId);
     r.id = e.lastEventId;
     if (type === "resync") {
       opts.onResync?.(r);
@@ -154,9 +196,10 @@ export function connect(url, opts = {}) {
     }
   };
   const record = (e) => {
+    const topic = topicOf(e.lastEventId);
     moved(e.lastEventId);
     // A tombstone ("delete") carries the record's key as its data; other records their value.
-    opts.onRecord?.({ id: e.lastEventId, type: e.type, data: e.data, ...decodeValue(e.data, format) });
+    opts.onRecord?.({ id: e.lastEventId, topic, type: e.type, data: e.data, ...decodeValue(e.data, formatOf(topic)) });
   };
 
   const open = () => {

@@ -1,0 +1,362 @@
+package stream
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/ssegate/ssegate/pkg/position"
+)
+
+// Streams of several topics (/streams/orders,payments): one stream of each topic, as a one-topic stream is
+// served (start, resume, ring, replay, resyncs, filters, conflation, snapshots, token moments, drain), all
+// writing into one mux, which writes the client's response. The mux keeps each topic's position (the id
+// its stream last wrote) and gives every frame the stream's id: all topics' positions (position.AppendTopics),
+// the frame's own topic first. A record frame gets a "topic:" line after its id; a topic's own events
+// (resync, live, resumed) do too.
+// The opening block, keep-alives, the retry line and the token's frames are the stream's: the mux sends each
+// once.
+//
+// A topic's stream writes v1 ids frame by frame (conn.muxed takes the slow path), so the mux only copies
+// them. Each topic's stream runs on a goroutine of its own: a stream of several topics is never parked in
+// the writer pool. The first topic's stream to end ends them all, and each counts that reason.
+
+// TopicStream is one topic of a stream of several topics.
+type TopicStream struct {
+	Topic  *Topic
+	Params Params // its OnEnd is not called: ServeTopics calls its own onEnd once
+	Stats  *Stats
+}
+
+// errMuxEnded fails the writes of a topic's stream once the stream of several topics has ended.
+var errMuxEnded = errors.New("stream: the stream of several topics ended")
+
+// ServeTopics streams several topics to the client as one stream, from the position its id (a several-topic
+// id, see position.ParseTopics) or its parameters ask for, until one topic's stream ends; it returns why, and
+// calls onEnd (when not nil) with it once every topic's stream has ended. ts holds each topic once; their
+// Params come from one request (ParseTopicParams) and share LastEventID, Heartbeat and Expires.
+func (s *Server) ServeTopics(w http.ResponseWriter, r *http.Request, ts []TopicStream, onEnd func(CloseReason)) Outcome {
+	ts = sortedTopics(ts)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	leaving := s.leaving.Load()
+	if leaving {
+		h.Set("Connection", "close")
+	}
+	w.WriteHeader(http.StatusOK)
+	m := newMux(ts, &httpSink{w: w, rc: http.NewResponseController(w)}, ts[0].Params.Heartbeat)
+	reason := m.run(r.Context(), s, ts, r.RemoteAddr, spanParent(r.Context()), leaving, nil)
+	if onEnd != nil {
+		onEnd(reason)
+	}
+	return Outcome{Reason: reason}
+}
+
+// sortedTopics returns ts in ascending topic order, the order of a several-topic id.
+func sortedTopics(ts []TopicStream) []TopicStream {
+	ts = slices.Clone(ts)
+	slices.SortFunc(ts, func(a, b TopicStream) int { return strings.Compare(a.Topic.Name, b.Topic.Name) })
+	return ts
+}
+
+// mux merges the frames of several topics' streams into one stream (see ServeTopics).
+type mux struct {
+	out       sink
+	heartbeat time.Duration
+	names     []string // the topics, ascending
+
+	mu         sync.Mutex
+	ids        [][]byte   // each topic's position: the last id its stream wrote; nil until it wrote one
+	unplaced   int        // topics whose streams wrote no id yet
+	placedCond *sync.Cond // signaled when unplaced reaches 0, or the stream ends
+	pend       [][]byte   // each topic's bytes of a frame not whole yet
+	buf        []byte     // what one write sends
+	span       [1][]byte  // buf, as the sink takes it
+	idBuf      []byte
+	lastWrite  int64 // when the mux last wrote (monoNow)
+	retried    bool  // the retry line went out
+	noticed    bool  // the token-expiring frame went out
+	expired    bool  // the token-expired frame is going out: the stream ends with this write
+	done       bool  // the stream ended: further writes fail
+
+	endOnce sync.Once
+	reason  CloseReason // why the stream ended: the first topic's stream to end says
+	cancel  context.CancelFunc
+}
+
+func newMux(ts []TopicStream, out sink, heartbeat time.Duration) *mux {
+	m := &mux{out: out, heartbeat: heartbeat, ids: make([][]byte, len(ts)), pend: make([][]byte, len(ts)), unplaced: len(ts)}
+	m.placedCond = sync.NewCond(&m.mu)
+	for _, t := range ts {
+		m.names = append(m.names, t.Topic.Name)
+	}
+	return m
+}
+
+// run runs every topic's stream until the first ends (when the server is leaving, until all have said where
+// they are) and returns why the stream ended. configure, when not nil, sets up each topic's conn (a
+// WebSocket's frames carry their meta lines).
+func (m *mux) run(ctx context.Context, s *Server, ts []TopicStream, remote string, parent *trace.SpanContext, leaving bool, configure func(*conn)) CloseReason {
+	ctx, m.cancel = context.WithCancel(ctx)
+	defer m.cancel()
+	ids, idErr := SplitID(ts[0].Params.LastEventID, m.names)
+	now, wall := monoNow(), time.Now()
+	var wg sync.WaitGroup
+	for i, t := range ts {
+		p := t.Params
+		p.OnEnd, p.LastEventID, p.idErr = nil, ids[i], idErr
+		t.Stats.Open.Add(1)
+		c := &conn{
+			s: s, t: t.Topic, p: p.kept(t.Topic), stats: t.Stats, draining: s.draining, remote: remote, parent: parent,
+			muxed: true, out: &muxSink{m: m, i: i},
+		}
+		if configure != nil {
+			configure(c)
+		}
+		c.setExpiry(&p, now, wall)
+		wg.Go(func() {
+			r := c.run(ctx, p)
+			c.end(m.finish(r, !leaving))
+		})
+	}
+	wg.Wait()
+	return m.reason
+}
+
+// finish records that a topic's stream ended with r, and returns the reason the stream of several topics
+// ended with: the first topic's. Unless the server is leaving (every topic's stream then says where it is and
+// ends by itself), the first end ends the others.
+func (m *mux) finish(r CloseReason, endAll bool) CloseReason {
+	m.endOnce.Do(func() {
+		m.reason = r
+		if endAll {
+			m.mu.Lock()
+			m.done = true
+			m.placedCond.Broadcast()
+			m.mu.Unlock()
+			m.cancel()
+		}
+	})
+	return m.reason
+}
+
+// muxSink is where topic i's stream writes.
+type muxSink struct {
+	m *mux
+	i int
+}
+
+func (s *muxSink) write(spans [][]byte, timeout time.Duration) (int, error) {
+	return s.m.write(s.i, spans, timeout)
+}
+
+// write takes topic i's frames, and writes what the client gets of them. A frame waits until every topic
+// has said where it starts (its opening block): from then on every id names every topic, so a resume from
+// any of them is exact in each.
+func (m *mux) write(i int, spans [][]byte, timeout time.Duration) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.done {
+		return 0, errMuxEnded
+	}
+	for _, b := range spans {
+		m.pend[i] = append(m.pend[i], b...)
+	}
+	m.buf = m.buf[:0]
+	rest, n := m.pend[i], 0
+	for {
+		j := bytes.Index(rest, []byte("\n\n"))
+		if j < 0 {
+			break
+		}
+		block := m.takeRetry(rest[:j+2])
+		rest = rest[j+2:]
+		m.place(i, block)
+		if m.unplaced > 0 && !opening(block) {
+			k, err := m.flush(timeout)
+			n += k
+			if err != nil {
+				return n, err
+			}
+			for m.unplaced > 0 && !m.done {
+				m.placedCond.Wait()
+			}
+			if m.done {
+				return n, errMuxEnded
+			}
+		}
+		m.translate(i, block)
+	}
+	m.pend[i] = m.pend[i][:copy(m.pend[i], rest)]
+	k, err := m.flush(timeout)
+	if m.expired {
+		m.done = true
+	}
+	return n + k, err
+}
+
+// place keeps the id of topic i's first frame (its opening block, or a resync before it, whose id is where
+// the topic starts) as the topic's position.
+func (m *mux) place(i int, block []byte) {
+	if m.ids[i] != nil || !bytes.HasPrefix(block, []byte("id: ")) {
+		return
+	}
+	m.ids[i] = append([]byte{}, block[len("id: "):bytes.IndexByte(block, '\n')]...)
+	m.unplaced--
+	if m.unplaced == 0 {
+		m.placedCond.Broadcast()
+	}
+}
+
+// flush writes what m.buf holds.
+func (m *mux) flush(timeout time.Duration) (int, error) {
+	if len(m.buf) == 0 {
+		return 0, nil
+	}
+	m.span[0] = m.buf
+	n, err := m.out.write(m.span[:], timeout)
+	m.span[0] = nil
+	m.lastWrite = monoNow()
+	m.buf = m.buf[:0]
+	if cap(m.buf) > slowFlushBytes {
+		m.buf = nil // a catch-up's buffer is not kept for the rest of the stream
+	}
+	return n, err
+}
+
+// takeRetry takes the retry line a stream's first block starts with off it: the first goes to the client, the
+// others' are dropped.
+func (m *mux) takeRetry(block []byte) []byte {
+	if !bytes.HasPrefix(block, retryPrefix) {
+		return block
+	}
+	nl := bytes.IndexByte(block, '\n')
+	if !m.retried {
+		m.retried = true
+		m.buf = append(m.buf, block[:nl+1]...)
+	}
+	return block[nl+1:]
+}
+
+// opening says block (its retry line taken off) carries no frame for the client: nothing, a keep-alive, or
+// an id alone.
+func opening(block []byte) bool {
+	if len(block) <= 1 || block[0] == ':' {
+		return true
+	}
+	nl := bytes.IndexByte(block, '\n')
+	return bytes.HasPrefix(block, []byte("id: ")) && nl == len(block)-2
+}
+
+var (
+	retryPrefix     = []byte("retry:")
+	topicLinePrefix = []byte("topic: ")
+	liveTypeLine    = []byte("event: " + LiveEvent + "\n")
+	expiringLine    = []byte("event: " + EventTokenExpiring + "\n")
+	expiredLine     = []byte("event: " + EventTokenExpired + "\n")
+)
+
+// translate appends to m.buf what the client gets of block, a whole frame of topic i's stream (without its
+// retry line).
+func (m *mux) translate(i int, block []byte) {
+	switch {
+	case len(block) <= 1:
+		return
+	case block[0] == ':':
+		// A keep-alive: one topic's stream wrote nothing for a heartbeat, but the client may have had
+		// other topics' frames.
+		if m.heartbeat > 0 && monoNow()-m.lastWrite >= int64(m.heartbeat)/2 {
+			m.buf = append(m.buf, block...)
+		}
+		return
+	case !bytes.HasPrefix(block, []byte("id: ")):
+		m.appendTopicLine(i)
+		m.buf = append(m.buf, block...)
+		return
+	}
+	nl := bytes.IndexByte(block, '\n')
+	m.ids[i] = append(m.ids[i][:0], block[len("id: "):nl]...)
+	rest := block[nl+1:]
+	if m.unplaced > 0 {
+		return // an opening block: the stream's opening goes out once every topic placed itself
+	}
+	own := len(rest) == 1 || bytes.HasPrefix(rest, expiringLine) || bytes.HasPrefix(rest, expiredLine)
+	first := i
+	if own {
+		first = -1 // the stream's own frames: names in order
+	}
+	m.idBuf = position.AppendTopics(m.idBuf[:0], m.names, m.ids, first)
+	switch {
+	case bytes.HasPrefix(rest, expiringLine):
+		if m.noticed {
+			return
+		}
+		m.noticed = true
+	case bytes.HasPrefix(rest, expiredLine):
+		m.expired = true
+	}
+	m.buf = append(m.buf, "id: "...)
+	m.buf = append(m.buf, m.idBuf...)
+	m.buf = append(m.buf, '\n')
+	switch {
+	case own:
+		// The opening block and the token's frames name no topic.
+	case bytes.HasPrefix(rest, liveTypeLine):
+		// A topic's snapshot ended: its data names the stream's id, and the topic.
+		m.appendTopicLine(i)
+		m.buf = append(m.buf, liveTypeLine...)
+		m.buf = append(m.buf, `data: {"id":"`...)
+		m.buf = append(m.buf, m.idBuf...)
+		m.buf = append(m.buf, `","topic":"`...)
+		m.buf = append(m.buf, m.names[i]...)
+		m.buf = append(m.buf, "\"}\n\n"...)
+		return
+	default:
+		m.appendTopicLine(i)
+	}
+	m.buf = append(m.buf, rest...)
+}
+
+func (m *mux) appendTopicLine(i int) {
+	m.buf = append(m.buf, topicLinePrefix...)
+	m.buf = append(m.buf, m.names[i]...)
+	m.buf = append(m.buf, '\n')
+}
+
+// SplitID returns each topic's one-topic id (v1, "" for none) from a stream's id, for a stream of topics
+// (ascending). A several-topic id gives each topic its part, "" for a topic it does not name (that topic
+// starts as the from parameter says); a one-topic id is the id of a stream of one topic only. An id that
+// cannot be read so is returned as err, and every topic gets "": each says so in a resync, and starts as the
+// from parameter says.
+func SplitID(id string, topics []string) ([]string, error) {
+	out := make([]string, len(topics))
+	switch {
+	case id == "":
+		return out, nil
+	case !position.IsTopics(id):
+		if len(topics) == 1 {
+			out[0] = id
+			return out, nil
+		}
+		return out, errors.New("the id is a one-topic id, and this stream has several topics")
+	}
+	tps, err := position.ParseTopics(id)
+	if err != nil {
+		return out, err
+	}
+	for i, name := range topics {
+		if k := slices.IndexFunc(tps, func(tp position.TopicPosition) bool { return tp.Topic == name }); k >= 0 {
+			out[i] = tps[k].Pos.String()
+		}
+	}
+	return out, nil
+}
