@@ -311,6 +311,9 @@ max-streams-per-ip: {{ . }}
 {{- with $l.maxStreamsPerSubject }}
 max-streams-per-subject: {{ . }}
 {{- end }}
+{{- with $l.maxTopicsPerStream }}
+max-topics-per-stream: {{ . }}
+{{- end }}
 {{- with $l.trustedProxies }}
 trusted-proxies: {{ toJson . }}
 {{- end }}

@@ -59,7 +59,7 @@ var chartValueSets = map[string]map[string]any{
 				"cookie": "session_token", "expiryNotice": "2m",
 			},
 			"cors":   map[string]any{"origins": []any{"https://app.example.com", "https://*.example.com"}, "credentials": true},
-			"limits": map[string]any{"maxStreams": 20000, "streamRate": 500, "maxStreamsPerIP": 50, "maxStreamsPerSubject": 10, "trustedProxies": []any{"198.51.100.0/24"}, "quotaFailure": "closed"},
+			"limits": map[string]any{"maxStreams": 20000, "streamRate": 500, "maxStreamsPerIP": 50, "maxStreamsPerSubject": 10, "maxTopicsPerStream": 4, "trustedProxies": []any{"198.51.100.0/24"}, "quotaFailure": "closed"},
 			"publish": map[string]any{
 				"topics": []any{"orders"}, "rate": 100, "burst": 200, "maxValueBytes": "256KiB", "maxRecords": 100,
 				"pendingBytes": "32MiB", "timeout": "20s", "idempotencyWindow": "1h",
@@ -499,7 +499,7 @@ func checkChartAuth(t *testing.T, vals map[string]any, cfg Config) {
 	}
 	l, _ := g["limits"].(map[string]any)
 	if cfg.Limits.MaxStreams != l["maxStreams"] || cfg.Limits.StreamRate != l["streamRate"] || cfg.Limits.MaxPerIP != l["maxStreamsPerIP"] ||
-		cfg.Limits.MaxPerSubject != l["maxStreamsPerSubject"] || cfg.Limits.QuotaFailure != l["quotaFailure"] || fmt.Sprint(cfg.Limits.TrustedProxies) != fmt.Sprint(l["trustedProxies"]) {
+		cfg.Limits.MaxPerSubject != l["maxStreamsPerSubject"] || cfg.Limits.MaxTopicsPerStream != l["maxTopicsPerStream"] || cfg.Limits.QuotaFailure != l["quotaFailure"] || fmt.Sprint(cfg.Limits.TrustedProxies) != fmt.Sprint(l["trustedProxies"]) {
 		t.Errorf("limits %+v, want %v", cfg.Limits, l)
 	}
 	if !strings.HasSuffix(cfg.Limits.Redis.Addr, "-redis:6379") || cfg.Limits.Redis.Password != "x" {
