@@ -193,7 +193,8 @@ func (a *App) newKafka(kopts []kgo.Opt, formats map[string]*feed.Format) (*check
 // newStreams makes the stream server (and its writers), the replay pool and what streams read of each topic.
 func (a *App) newStreams(formats map[string]*feed.Format, resolver *checkpoint.Resolver, obs *observer) {
 	cfg := a.cfg
-	conflate, _ := cfg.topicConflate() // valid: Validate checked it
+	conflate, _ := cfg.topicConflate(cfg.TopicConflate) // valid: Validate checked them
+	slow, _ := cfg.topicConflate(cfg.TopicSlowConflate)
 	tracer := a.tracing.Provider.Tracer(instrumentation, trace.WithInstrumentationVersion(tel.Version()))
 	a.streams = stream.NewServer(stream.Config{
 		Retry:        cfg.Retry,
@@ -216,7 +217,7 @@ func (a *App) newStreams(formats map[string]*feed.Format, resolver *checkpoint.R
 		sf := *formats[name]
 		sf.Undecodable = nil
 		st.Format = &sf
-		st.Conflate = conflate[name]
+		st.Conflate, st.SlowConflate = conflate[name], slow[name]
 		st.Resolve = func(ctx context.Context, id string, topicID [16]byte) (position.Vector, error) {
 			return resolver.Resolve(ctx, id, name, topicID)
 		}

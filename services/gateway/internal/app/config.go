@@ -115,6 +115,9 @@ type Config struct {
 	// TopicConflate maps served topics to the interval every stream of the topic is conflated at, at least
 	// (a duration such as 250ms; a stream's conflate parameter may ask for longer). Default none.
 	TopicConflate map[string]string
+	// TopicSlowConflate maps served topics to the interval a stream of the topic goes on conflated at once it
+	// falls behind the ring, instead of reading every record it missed from Kafka. Default none.
+	TopicSlowConflate map[string]string
 	// DemoTopic is the topic the dashboard at / shows. Default: the first topic.
 	DemoTopic string
 	// LogLevel is the lowest level logged: debug, info, warn or error. Default info.
@@ -216,6 +219,7 @@ func settingsOf(c *Config) []settings.Setting {
 	own = append(own, otlpSetting(&c.OTLPEndpoint), hostSetting(&c.AllowedHosts))
 	own = append(own, tlsSettings(&c.TLS)...)
 	own = append(own, valuesSettings(&c.Values)...)
+	own = append(own, setting("topic-slow-conflate", "per-topic conflation a stream of the topic falls back to once it falls behind the ring, comma-separated topic=interval pairs (prices=250ms): it catches up with each key's latest record rather than every record", settings.Map(&c.TopicSlowConflate)))
 	own = append(own, setting("topic-conflate", "per-topic conflation every stream of the topic gets at least, comma-separated topic=interval pairs (prices=250ms): of each key only the latest record of each interval", settings.Map(&c.TopicConflate)))
 	own = append(own, publishSettings(&c.Publish)...)
 	own = append(own, limitSettings(&c.Limits)...)
@@ -332,8 +336,11 @@ func (c Config) Validate() error {
 	if err := c.validateValues(); err != nil {
 		return err
 	}
-	if _, err := c.topicConflate(); err != nil {
+	if _, err := c.topicConflate(c.TopicConflate); err != nil {
 		return fmt.Errorf("invalid setting topic-conflate (SSEGATE_TOPIC_CONFLATE): %w", err)
+	}
+	if _, err := c.topicConflate(c.TopicSlowConflate); err != nil {
+		return fmt.Errorf("invalid setting topic-slow-conflate (SSEGATE_TOPIC_SLOW_CONFLATE): %w", err)
 	}
 	if _, err := newHostPolicy(c.AllowedHosts); err != nil {
 		return err
@@ -355,10 +362,11 @@ func (c Config) perTopic(m map[string]string, fn func(topic, v string) error) er
 	return nil
 }
 
-// topicConflate parses topic-conflate: each topic served, each interval within the conflate parameter's bounds.
-func (c Config) topicConflate() (map[string]time.Duration, error) {
-	out := make(map[string]time.Duration, len(c.TopicConflate))
-	err := c.perTopic(c.TopicConflate, func(topic, v string) error {
+// topicConflate parses topic-conflate or topic-slow-conflate (m): each topic served, each interval within the
+// conflate parameter's bounds.
+func (c Config) topicConflate(m map[string]string) (map[string]time.Duration, error) {
+	out := make(map[string]time.Duration, len(m))
+	err := c.perTopic(m, func(topic, v string) error {
 		d, err := time.ParseDuration(v)
 		if err != nil || d < stream.MinConflate || d > stream.MaxConflate {
 			return fmt.Errorf("topic %s: want a duration from %v to %v, got %q", topic, stream.MinConflate, stream.MaxConflate, v)

@@ -548,6 +548,7 @@ func TestLoadInvalid(t *testing.T) {
 		{name: "topic-value-format empty format", env: withEnv(map[string]string{"SSEGATE_TOPIC_VALUE_FORMAT": "orders="}), want: []string{"topic-value-format", "orders", `got ""`}},
 		{name: "topic-conflate too short", args: []string{"--topic-conflate=orders=5ms"}, env: minimalEnv, want: []string{"topic-conflate", "SSEGATE_TOPIC_CONFLATE", "orders", `"5ms"`}},
 		{name: "topic-conflate topic not served", args: []string{"--topic-conflate=payments=1s"}, env: minimalEnv, want: []string{"topic-conflate", `"payments"`, "not one of the served topics"}},
+		{name: "topic-slow-conflate too long", args: []string{"--topic-slow-conflate=orders=2m"}, env: minimalEnv, want: []string{"topic-slow-conflate", "SSEGATE_TOPIC_SLOW_CONFLATE", "orders", `"2m"`}},
 		{name: "topic-value-format topic not served", args: []string{"--topic-value-format=payments=text"}, env: minimalEnv, want: []string{"topic-value-format", `"payments"`, "not one of the served topics"}},
 		{name: "topic-value-format not a pair", args: []string{"--topic-value-format=base64"}, env: minimalEnv, want: []string{"topic-value-format", `"base64"`}},
 		{name: "topic-value-format pair not a pair in env", env: withEnv(map[string]string{"SSEGATE_TOPIC_VALUE_FORMAT": "orders:text"}), want: []string{"topic-value-format", "SSEGATE_TOPIC_VALUE_FORMAT", `"orders:text"`}},

@@ -25,12 +25,14 @@ func (t *telemetry) refusedCounter() (metric.Int64ObservableCounter, error) {
 }
 
 // registerAuth adds the metrics of who may read what to the telemetry: streams refused before they start, by
-// reason, and token-expiring frames sent. Like the others, they read counters at scrape time.
+// reason, and token-expiring frames sent; and of how streams are shaped on the way: streams that fell back to
+// conflation. Like the others, they read counters at scrape time.
 func (t *telemetry) registerAuth(topics []string, stats map[string]*stream.Stats, refused refusals) error {
 	m := t.provider.Meter("github.com/ssegate/ssegate/services/gateway")
 	refusedC, err1 := t.refusedCounter()
 	expiring, err2 := m.Int64ObservableCounter("ssegate.tokens.expiring", metric.WithDescription("token-expiring events sent to streams whose token expires soon"))
-	for _, err := range []error{err1, err2} {
+	slow, err3 := m.Int64ObservableCounter("ssegate.streams.slow_conflated", metric.WithDescription("Streams that fell behind the ring and went on conflated (topic-slow-conflate)"))
+	for _, err := range []error{err1, err2, err3} {
 		if err != nil {
 			return fmt.Errorf("metric instrument: %w", err)
 		}
@@ -50,9 +52,10 @@ func (t *telemetry) registerAuth(topics []string, stats map[string]*stream.Stats
 				o.ObserveInt64(refusedC, refused[name][r].Load(), attrs[name][i])
 			}
 			o.ObserveInt64(expiring, stats[name].TokenNotices.Load(), topicAttrs[name])
+			o.ObserveInt64(slow, stats[name].SlowConflated.Load(), topicAttrs[name])
 		}
 		return nil
-	}, refusedC, expiring)
+	}, refusedC, expiring, slow)
 	if err != nil {
 		return fmt.Errorf("metric callback: %w", err)
 	}

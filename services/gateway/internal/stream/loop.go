@@ -47,7 +47,12 @@ func (c *conn) step(ctx context.Context, sc *scratch) (wake <-chan struct{}, r C
 	out, next, wake, err := c.pull(sc)
 	if behind := errors.Is(err, ring.ErrBehind); behind || errors.Is(err, errRejoin) {
 		// The client read so slowly that the ring moved past it, or its partitions changed: catch up from
-		// Kafka, as long as it keeps reading (the write deadline closes it otherwise).
+		// Kafka, as long as it keeps reading (the write deadline closes it otherwise); conflated from then on
+		// when the topic allows it.
+		if behind && c.p.Conflate == 0 && c.t.SlowConflate > 0 {
+			c.p.Conflate = c.t.SlowConflate
+			c.stats.SlowConflated.Add(1)
+		}
 		if err := c.rejoin(ctx); err != nil {
 			if r := c.failure(ctx, err); r != ReasonReplayFailed || !behind {
 				return nil, r, true
@@ -101,11 +106,17 @@ func (c *conn) newLoopTimers() *loopTimers {
 	if c.drainAt != 0 {
 		lt.startDrain(c)
 	}
-	if c.p.Conflate > 0 {
+	lt.conflating(c)
+	return lt
+}
+
+// conflating makes the flush timer of a conflated stream, once (a stream may become conflated on the way:
+// Topic.SlowConflate).
+func (lt *loopTimers) conflating(c *conn) {
+	if c.p.Conflate > 0 && lt.flush == nil {
 		lt.flush = time.NewTimer(time.Hour)
 		lt.flushC = lt.flush.C
 	}
-	return lt
 }
 
 // startDrain picks the stream's moment to close within the drain window, once the server drains.
@@ -148,6 +159,7 @@ func (c *conn) wait(ctx context.Context, lt *loopTimers, wake <-chan struct{}) (
 	if lt.tok != nil {
 		lt.tok.Reset(max(time.Duration(c.tokenDue()-monoNow()), 0))
 	}
+	lt.conflating(c)
 	if lt.flush != nil {
 		next := time.Hour
 		if due := c.flushDueAt(); due != 0 {

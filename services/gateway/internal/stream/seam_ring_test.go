@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/ssegate/ssegate/pkg/position"
 	"github.com/ssegate/ssegate/services/gateway/internal/feed"
 	"github.com/ssegate/ssegate/services/gateway/internal/memlog"
 )
@@ -148,4 +151,61 @@ func TestSeamBudgetMovesUnderReader(t *testing.T) {
 			checkBudget()
 		})
 	}
+}
+
+// TestSeamSlowConflate: on a topic with SlowConflate, a stream that falls behind the ring goes on conflated
+// instead of reading every record it missed: its client gets fewer frames than records, each key's latest
+// value, each partition's offsets ascending, and its last id is the topic's end, as a resume would need.
+func TestSeamSlowConflate(t *testing.T) {
+	kc := memlog.New()
+	kc.CreateTopic("t", 2)
+	const keys, rounds = 10, 400
+	pad := strings.Repeat("x", 2000) // 16 MB in all: more than the sockets between the stream and its client hold
+	send := func(round int) {
+		for k := range keys {
+			kc.Produce("t", &kgo.Record{Partition: int32(k % 2), Key: fmt.Appendf(nil, "k%d", k), Value: fmt.Appendf(nil, "k%d=%d %s", k, round, pad)})
+		}
+	}
+	for r := range rounds {
+		send(r)
+	}
+	pd := startPod(t, kc, "t", podOpts{writers: 2, feed: func(c *feed.Config) { c.RingBytes = 32 << 20 }})
+	pd.waitReady(t)
+	pd.topic.SlowConflate = 250 * time.Millisecond
+	c := pd.open(t, "", "v1:0-0.1-0")
+	// The client does not read: the stream stops in a write far behind the head, and the ring shrinks
+	// past it.
+	waitUntil(t, "the client's buffer to fill", func() bool { return len(c.evs) == cap(c.evs) })
+	for r := rounds; r < 2*rounds; r++ {
+		send(r)
+	}
+	waitUntil(t, "the live records in the ring", func() bool { return pd.topic.Ring.Stats().Head == 2*rounds*keys })
+	pd.topic.Ring.SetCapacity(64 << 10)
+	last := map[string]string{}
+	offsets := [2]int64{-1, -1}
+	frames, id := 0, ""
+	for id != fmt.Sprintf("v1:0-%d.1-%d", rounds*keys-1, rounds*keys-1) {
+		ev := c.next(t)
+		pos := position.MustParse(ev.ID)
+		for p := range int32(2) {
+			if o, _ := pos.Offset(p); o < offsets[p] {
+				t.Fatalf("partition %d went back from %d to %d", p, offsets[p], o)
+			}
+		}
+		offsets[0], _ = pos.Offset(0)
+		offsets[1], _ = pos.Offset(1)
+		key, _, _ := strings.Cut(ev.Data, "=")
+		last[key] = strings.Fields(ev.Data)[0]
+		frames++
+		id = ev.ID
+	}
+	for k := range keys {
+		if want := fmt.Sprintf("k%d=%d", k, 2*rounds-1); last[fmt.Sprint("k", k)] != want {
+			t.Errorf("key k%d ended at %q, want %s", k, last[fmt.Sprint("k", k)], want)
+		}
+	}
+	if n := pd.stats.SlowConflated.Load(); n != 1 || frames >= 2*rounds*keys-1 {
+		t.Fatalf("%d frames of %d records, %d streams conflated; want conflation to have left records out, once", frames, 2*rounds*keys, n)
+	}
+	t.Logf("%d frames for %d records", frames, 2*rounds*keys)
 }

@@ -85,7 +85,8 @@ type Stats struct {
 	Resyncs          [numResyncs]atomic.Int64 // resync frames, by reason (see ResyncReasons)
 	Skipped          atomic.Int64             // offsets clients will never get, reported by resyncs
 
-	TokenNotices atomic.Int64 // token-expiring frames written (see Params.ExpiryNotice)
+	TokenNotices  atomic.Int64 // token-expiring frames written (see Params.ExpiryNotice)
+	SlowConflated atomic.Int64 // streams that fell behind the ring and went on conflated (Topic.SlowConflate)
 }
 
 // Server serves SSE streams from rings.

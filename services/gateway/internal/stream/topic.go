@@ -40,6 +40,10 @@ type Topic struct {
 	// Conflate, when not zero, conflates every stream of the topic at least at this interval (the
 	// topic-conflate setting; a stream's conflate parameter may ask for a longer one), see conflate.go.
 	Conflate time.Duration
+	// SlowConflate, when not zero, is the interval a stream of the topic that is not conflated goes on
+	// conflated at once it falls behind the ring (the topic-slow-conflate setting): it then catches up with
+	// the latest record of each key rather than every record it missed, and keeps up from then on.
+	SlowConflate time.Duration
 	// Format is how the topic's values are written into frames read back from Kafka; it must be the feed's,
 	// so that those frames are the bytes the ring's were. Nil means feed.Plain(feed.ValueAuto).
 	Format *feed.Format
