@@ -88,9 +88,9 @@ type mux struct {
 	expired    bool  // the token-expired frame is going out: the stream ends with this write
 	done       bool  // the stream ended: further writes fail
 
-	endOnce sync.Once
-	reason  CloseReason // why the stream ended: the first topic's stream to end says
-	cancel  context.CancelFunc
+	ended  bool        // reason is set
+	reason CloseReason // why the stream ended: the first topic's stream to end says, or the token's expiry
+	cancel context.CancelFunc
 }
 
 func newMux(ts []TopicStream, out sink, heartbeat time.Duration) *mux {
@@ -136,17 +136,28 @@ func (m *mux) run(ctx context.Context, s *Server, ts []TopicStream, remote strin
 // ended with: the first topic's. Unless the server is leaving (every topic's stream then says where it is and
 // ends by itself), the first end ends the others.
 func (m *mux) finish(r CloseReason, endAll bool) CloseReason {
-	m.endOnce.Do(func() {
-		m.reason = r
-		if endAll {
-			m.mu.Lock()
-			m.done = true
-			m.placedCond.Broadcast()
-			m.mu.Unlock()
-			m.cancel()
-		}
-	})
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	switch {
+	case endAll:
+		m.stop(r)
+	case !m.ended:
+		m.ended, m.reason = true, r
+	}
 	return m.reason
+}
+
+// stop ends the stream with r, unless it ended already: every topic's stream then fails its next write, and
+// ends. The caller holds mu.
+func (m *mux) stop(r CloseReason) {
+	if !m.ended {
+		m.ended, m.reason = true, r
+	}
+	m.done = true
+	m.placedCond.Broadcast()
+	if m.cancel != nil {
+		m.cancel()
+	}
 }
 
 // muxSink is where topic i's stream writes.
@@ -199,7 +210,7 @@ func (m *mux) write(i int, spans [][]byte, timeout time.Duration) (int, error) {
 	m.pend[i] = m.pend[i][:copy(m.pend[i], rest)]
 	k, err := m.flush(timeout)
 	if m.expired {
-		m.done = true
+		m.stop(ReasonTokenExpired) // whichever topic's stream ends first, the stream ended at the token's expiry
 	}
 	return n + k, err
 }

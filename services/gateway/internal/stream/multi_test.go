@@ -249,3 +249,71 @@ func BenchmarkMuxFrame(b *testing.B) {
 		})
 	}
 }
+
+// TestServeTopicsTokenExpiry: a stream of several topics whose token expires says so once, token-expiring
+// then token-expired with the id of every topic, and ends as token_expired in each topic's counts, whichever
+// topic's stream saw the moment first.
+func TestServeTopicsTokenExpiry(t *testing.T) {
+	s := NewServer(Config{Logger: discardLog})
+	fa, fb := newFeeder(t, 1<<20), newFeeder(t, 1<<20)
+	fa.publish("a0")
+	fb.publish("b0", "b1")
+	p := Params{From: FromEarliest, Expires: time.Now().Add(400 * time.Millisecond), ExpiryNotice: 200 * time.Millisecond}
+	sa, sb := new(Stats), new(Stats)
+	w, done, cancel := serveTopics(t, s, []TopicStream{
+		{Topic: &Topic{Name: "a", Ring: fa.rg}, Params: p, Stats: sa},
+		{Topic: &Topic{Name: "b", Ring: fb.rg}, Params: p, Stats: sb},
+	})
+	defer cancel()
+	select {
+	case r := <-done:
+		if r != ReasonTokenExpired {
+			t.Fatalf("the stream ended as %v, want token_expired", r)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the stream did not end at its token's expiry")
+	}
+	var token []block
+	for _, b := range blocks(w.String()) {
+		if strings.HasPrefix(b["event"], "token-") {
+			token = append(token, b)
+		}
+	}
+	if len(token) != 2 || token[0]["event"] != EventTokenExpiring || token[1]["event"] != EventTokenExpired ||
+		token[1]["id"] != "v1:a~0-0,b~0-1" || token[1]["topic"] != "" {
+		t.Fatalf("token frames %q, want one expiring and one expired with both topics' position, naming no topic", token)
+	}
+	for name, st := range map[string]*Stats{"a": sa, "b": sb} {
+		if st.Closed[ReasonTokenExpired].Load() != 1 || st.Open.Load() != 0 {
+			t.Errorf("topic %s: closed %v, open %d; want one token_expired", name, st.Closed[ReasonTokenExpired].Load(), st.Open.Load())
+		}
+	}
+}
+
+// TestServeTopicsLeaving: a stream of several topics that starts while the server is leaving says where it is,
+// every topic's position in one id, and ends, so that its client resumes on another pod.
+func TestServeTopicsLeaving(t *testing.T) {
+	s := NewServer(Config{Logger: discardLog})
+	s.Leave()
+	fa, fb := newFeeder(t, 1<<20), newFeeder(t, 1<<20)
+	fa.publish("a0", "a1")
+	fb.publish("b0")
+	p := Params{LastEventID: "v1:b~0-0,a~0-0"}
+	w, done, cancel := serveTopics(t, s, []TopicStream{
+		{Topic: &Topic{Name: "a", Ring: fa.rg}, Params: p, Stats: new(Stats)},
+		{Topic: &Topic{Name: "b", Ring: fb.rg}, Params: p, Stats: new(Stats)},
+	})
+	defer cancel()
+	select {
+	case r := <-done:
+		if r != ReasonShutdown {
+			t.Fatalf("ended as %v, want shutdown", r)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a leaving server's stream did not end")
+	}
+	bs := blocks(w.String())
+	if len(bs) == 0 || bs[len(bs)-1]["id"] != "v1:a~0-0,b~0-0" || len(records(w.String())) != 0 || w.header.Get("Connection") != "close" {
+		t.Fatalf("stream %q, want only the client's position, in name order, and Connection: close", w.String())
+	}
+}
