@@ -69,9 +69,9 @@ func openSnapshot(b *testing.B, url string) int {
 
 // BenchmarkSnapshot: what from=snapshot costs on a topic of 100,000 keys: one open at a time (ms/op is the
 // time to "live"), from a gateway whose ring holds the topic (prefill) and from one that reads it all from
-// Kafka; and a storm of 100 opens at once on the Kafka one. It reports the frames before live, the Kafka
-// reads and records of the replays, and the test process's peak heap above where it started (the
-// gateways run in it).
+// Kafka; and storms of 100 and 1,000 opens at once (run those with -benchtime 1x: 1,000 takes minutes). It
+// reports the frames before live, the Kafka reads and records of the replays, and the test process's peak
+// heap above where it started (the gateways run in it).
 func BenchmarkSnapshot(b *testing.B) {
 	const keys = 100_000
 	topic := snapshotTopic(b, keys)
@@ -84,7 +84,7 @@ func BenchmarkSnapshot(b *testing.B) {
 		name  string
 		g     *gateway
 		storm int
-	}{{"ring", ring, 1}, {"kafka", kafka, 1}, {"kafka-storm-100", kafka, 100}} {
+	}{{"ring", ring, 1}, {"kafka", kafka, 1}, {"kafka-storm-100", kafka, 100}, {"kafka-storm-1000", kafka, 1000}, {"ring-storm-1000", ring, 1000}} {
 		b.Run(bc.name, func(b *testing.B) {
 			url := bc.g.url + "/streams/" + topic + "?from=snapshot&heartbeat=0"
 			reads := metricValue(b, bc.g, "ssegate_replay_reads_total")

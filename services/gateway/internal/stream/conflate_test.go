@@ -143,3 +143,29 @@ func TestTopicConflate(t *testing.T) {
 		_ = c.resp.Body.Close()
 	}
 }
+
+// TestConflateBigFlushInPieces: what a conflated stream sends at once (here 1 MiB of records without a key,
+// past its hold's bound) goes out in pieces, each held against PendingBytes alone: a pod whose pending bound
+// is smaller than one such flush still serves it (before, the write was refused and the stream ended as
+// write_failed).
+func TestConflateBigFlushInPieces(t *testing.T) {
+	f := newFeeder(t, 8<<20)
+	ps := startPool(t, Config{PendingBytes: 512 << 10}, &Topic{Ring: f.rg}, Params{}).start(t)
+	c := dialOpen(t, ps.hs.URL+"?conflate=50ms")
+	value := fmt.Sprintf("%01000d", 0)
+	const n = 1200 // about 1.2 MB of frames
+	values := make([]string, n)
+	for i := range values {
+		values[i] = value
+	}
+	f.publish(values...)
+	for i := range n {
+		ev, err := c.p.Next()
+		if err != nil {
+			t.Fatalf("frame %d of %d: %v (closed: %v)", i, n, err, ps.st.Closed)
+		}
+		if ev.ID != fmt.Sprintf("v1:0-%d", i) {
+			t.Fatalf("frame %d: id %s", i, ev.ID)
+		}
+	}
+}

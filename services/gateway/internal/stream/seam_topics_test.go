@@ -120,3 +120,33 @@ func TestSeamSnapshotTombstoneAtCut(t *testing.T) {
 		t.Fatalf("after the cut: %+v", ev)
 	}
 }
+
+// TestSeamSnapshotsWaitTheirTurn: snapshots are built a few at a time (Config.Snapshots): one that comes while
+// every slot is taken gets its opening and keep-alives, and its snapshot once a slot is free.
+func TestSeamSnapshotsWaitTheirTurn(t *testing.T) {
+	kc := memlog.New()
+	kc.CreateTopic("t", 1)
+	kc.Produce("t", &kgo.Record{Key: []byte("k"), Value: []byte("k=1")})
+	pd := startPod(t, kc, "t", podOpts{})
+	pd.waitReady(t)
+	for range cap(pd.srv.snapshots) {
+		pd.srv.snapshots <- struct{}{}
+	}
+	c := pd.open(t, "?from=snapshot&heartbeat=100", "")
+	waitUntil(t, "keep-alives while the snapshot waits", func() bool { return c.keepAlives() >= 2 })
+	select {
+	case ev := <-c.evs:
+		t.Fatalf("%+v before a snapshot slot was free", ev)
+	default:
+	}
+	<-pd.srv.snapshots
+	if ev := c.next(t); ev.Data != "k=1" {
+		t.Fatalf("%+v, want the snapshot", ev)
+	}
+	if ev := c.next(t); ev.Type != LiveEvent {
+		t.Fatalf("%+v, want live", ev)
+	}
+	for range cap(pd.srv.snapshots) - 1 {
+		<-pd.srv.snapshots
+	}
+}

@@ -49,6 +49,19 @@ func (c *conn) startSnapshot(resuming bool) {
 // from Kafka what the ring does not hold, then the ring's frames up to c0 are held too. A ring that moved
 // past the stream meanwhile makes it catch up from Kafka again, from where it is.
 func (c *conn) snapshotTo(ctx context.Context, t *Topic, c0 uint64, head position.Vector, resuming bool) error {
+	// Each snapshot holds its frames until the cut: a storm of them is built a few at a time (Config.Snapshots),
+	// the others waiting with keep-alives, so that a pod's memory bounds a storm's speed, not its survival.
+	if err := c.await(ctx, func(ctx context.Context) error {
+		select {
+		case c.s.snapshots <- struct{}{}:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}); err != nil {
+		return err
+	}
+	defer func() { <-c.s.snapshots }()
 	if err := c.catchUp(ctx, t, &c.p, c0, head, resuming); err != nil {
 		return err
 	}

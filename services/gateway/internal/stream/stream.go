@@ -2,6 +2,7 @@ package stream
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -49,6 +50,9 @@ type Config struct {
 	// and write at once; they wait for the writers' passes too (see liveFirst). Zero means half the CPUs, at
 	// least one.
 	CatchUps int
+	// Snapshots is how many from=snapshot streams build their snapshot at once (each holds its snapshot's
+	// frames until the cut); the others wait their turn, with keep-alives. Zero means 2.
+	Snapshots int
 	// Logger receives connection logs. Nil means slog.Default().
 	Logger *slog.Logger
 	// Tracer starts the spans of stream starts and resumes, children of the trace context in the request's
@@ -99,6 +103,7 @@ type Server struct {
 	sockets   atomic.Int64 // WebSocket streams open (ws.go), which net/http does not track
 	pool      *pool        // nil when Writers is zero
 	live      *liveFirst   // catch-ups after live delivery
+	snapshots chan struct{} // the snapshots being built (Config.Snapshots)
 	tracer    trace.Tracer
 	pending   atomic.Int64 // bytes of writes not finished (see Config.PendingBytes)
 }
@@ -140,6 +145,7 @@ func NewServer(cfg Config) *Server {
 		s.tracer = noop.NewTracerProvider().Tracer("")
 	}
 	s.live = newLiveFirst(cfg.CatchUps)
+	s.snapshots = make(chan struct{}, cmp.Or(cfg.Snapshots, 2))
 	if cfg.Writers > 0 {
 		s.pool = newPool(s, cfg.Writers, cfg.Linger)
 	}
@@ -478,9 +484,31 @@ func (c *conn) failure(ctx context.Context, err error) CloseReason {
 	}
 }
 
+// writePiece bounds what one write of a stream's own buffer carries: a bigger one (a snapshot, a conflated
+// catch-up) goes out in pieces, each under its own deadline and held (Config.PendingBytes) only while it is
+// written, so that a thousand snapshots ending at once do not each hold their whole snapshot. A piece may end
+// inside a frame: the client keeps the id of the last whole frame it got.
+const writePiece = 256 << 10
+
 // write writes spans and flushes them under one write deadline, holding their bytes (see
-// Config.PendingBytes) while it does. Its errors wrap errWrite.
+// Config.PendingBytes) while it does; one span longer than writePiece goes in pieces. Its errors wrap
+// errWrite.
 func (c *conn) write(spans [][]byte) error {
+	if len(spans) == 1 && len(spans[0]) > writePiece {
+		for b := spans[0]; len(b) > 0; {
+			n := min(len(b), writePiece)
+			if err := c.writeSpans([][]byte{b[:n]}); err != nil {
+				return err
+			}
+			b = b[n:]
+		}
+		return nil
+	}
+	return c.writeSpans(spans)
+}
+
+// writeSpans is write, in one piece.
+func (c *conn) writeSpans(spans [][]byte) error {
 	size := 0
 	for _, b := range spans {
 		size += len(b)
