@@ -162,7 +162,7 @@ func TestConflateBigFlushInPieces(t *testing.T) {
 	for i := range n {
 		ev, err := c.p.Next()
 		if err != nil {
-			t.Fatalf("frame %d of %d: %v (closed: %v)", i, n, err, ps.st.Closed)
+			t.Fatalf("frame %d of %d: %v (write_failed: %d)", i, n, err, ps.st.Closed[ReasonWriteFailed].Load())
 		}
 		if ev.ID != fmt.Sprintf("v1:0-%d", i) {
 			t.Fatalf("frame %d: id %s", i, ev.ID)

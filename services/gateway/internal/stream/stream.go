@@ -99,10 +99,10 @@ type Server struct {
 	log       *slog.Logger
 	drainOnce sync.Once
 	draining  chan struct{}
-	leaving   atomic.Bool  // see Leave
-	sockets   atomic.Int64 // WebSocket streams open (ws.go), which net/http does not track
-	pool      *pool        // nil when Writers is zero
-	live      *liveFirst   // catch-ups after live delivery
+	leaving   atomic.Bool   // see Leave
+	sockets   atomic.Int64  // WebSocket streams open (ws.go), which net/http does not track
+	pool      *pool         // nil when Writers is zero
+	live      *liveFirst    // catch-ups after live delivery
 	snapshots chan struct{} // the snapshots being built (Config.Snapshots)
 	tracer    trace.Tracer
 	pending   atomic.Int64 // bytes of writes not finished (see Config.PendingBytes)
