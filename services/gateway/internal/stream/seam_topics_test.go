@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/ssegate/ssegate/pkg/position"
+	"github.com/ssegate/ssegate/services/gateway/internal/feed"
 	"github.com/ssegate/ssegate/services/gateway/internal/memlog"
 )
 
@@ -148,5 +150,58 @@ func TestSeamSnapshotsWaitTheirTurn(t *testing.T) {
 	}
 	for range cap(pd.srv.snapshots) - 1 {
 		<-pd.srv.snapshots
+	}
+}
+
+// TestSeamSnapshotPartitionsAdded: partitions added while a snapshot waits to be built: the cut (the live
+// frame's id) says per partition what the snapshot holds, the new partition included when its records were
+// read into it, and nothing is missed or repeated across it.
+func TestSeamSnapshotPartitionsAdded(t *testing.T) {
+	kc := memlog.New()
+	kc.CreateTopic("t", 2)
+	for k := range 6 {
+		kc.Produce("t", &kgo.Record{Partition: int32(k % 2), Key: fmt.Appendf(nil, "k%d", k), Value: fmt.Appendf(nil, "k%d=1", k)})
+	}
+	pd := startPod(t, kc, "t", podOpts{feed: func(c *feed.Config) { c.MetadataInterval = 20 * time.Millisecond }})
+	pd.waitReady(t)
+	for range cap(pd.srv.snapshots) {
+		pd.srv.snapshots <- struct{}{}
+	}
+	c := pd.open(t, "?from=snapshot&heartbeat=100", "")
+	waitUntil(t, "the stream to wait for its snapshot", func() bool { return c.keepAlives() >= 1 })
+	kc.AddPartitions("t", 3)
+	kc.Produce("t", &kgo.Record{Partition: 2, Key: []byte("new"), Value: []byte("new=1")})
+	waitUntil(t, "the new partition in the ring", func() bool { _, ok := pd.topic.Position().Offset(2); return ok })
+	for range cap(pd.srv.snapshots) {
+		<-pd.srv.snapshots
+	}
+	seen := map[string]bool{}
+	var cut position.Vector
+	for cut.Len() == 0 {
+		ev := c.next(t)
+		if ev.Type == LiveEvent {
+			cut = position.MustParse(ev.ID)
+			break
+		}
+		if seen[ev.Data] {
+			t.Fatalf("snapshot: %+v twice", ev)
+		}
+		seen[ev.Data] = true
+	}
+	if cut.String() != "v1:0-2.1-2" && cut.String() != "v1:0-2.1-2.2-0" {
+		t.Fatalf("cut %s, want partitions 0 and 1 at 2 (and 2 at 0 if the snapshot read it)", cut)
+	}
+	if _, inCut := cut.Offset(2); inCut != seen["new=1"] || len(seen) != 6+map[bool]int{true: 1}[inCut] {
+		t.Fatalf("cut %s with snapshot %v: the new partition's record must be in the snapshot exactly when the cut covers it", cut, seen)
+	}
+	kc.Produce("t", &kgo.Record{Partition: 2, Key: []byte("new"), Value: []byte("new=2")})
+	want := []string{"new=2"}
+	if !seen["new=1"] {
+		want = []string{"new=1", "new=2"}
+	}
+	for _, w := range want {
+		if ev := c.next(t); ev.Data != w {
+			t.Fatalf("after the cut: %+v, want %s", ev, w)
+		}
 	}
 }
