@@ -17,7 +17,8 @@ import (
 )
 
 // decodeID prints each position id of args as one line per partition, "partition P offset O" (the last offset
-// the client got or passed in P), for comparing with kcat (docs/runbooks/kcat.md). A compact (v2) id is
+// the client got or passed in P), for comparing with kcat (docs/runbooks/kcat.md); the id of a stream of
+// several topics as "topic T partition P offset O". A compact (v2) id is
 // resolved first, reading its checkpoint from the position topic; its v1 equivalent and checkpoint go to
 // errOut, so that out has the same lines for both formats. The Kafka connection is the gateway's settings
 // (brokers, TLS, SASL), from flags, the environment (SSEGATE_KAFKA_..., KAFKA_BROKERS) or the gateway's own
@@ -52,8 +53,12 @@ func decodeID(args []string, getenv func(string) string, out, errOut io.Writer) 
 			b = fmt.Appendf(b, "%s\n", id)
 		}
 		var v position.Vector
+		var tps []position.TopicPosition
 		var err error
-		if position.IsCompact(id) {
+		switch {
+		case position.IsTopics(id):
+			tps, err = position.ParseTopics(id)
+		case position.IsCompact(id):
 			if res == nil {
 				var closeLog func()
 				if res, closeLog, err = newResolver(kc, ptopic); err != nil {
@@ -63,7 +68,7 @@ func decodeID(args []string, getenv func(string) string, out, errOut io.Writer) 
 				defer closeLog()
 			}
 			v, err = resolve(res, id, errOut)
-		} else {
+		default:
 			v, err = position.Parse(id)
 		}
 		if err != nil {
@@ -74,12 +79,11 @@ func decodeID(args []string, getenv func(string) string, out, errOut io.Writer) 
 			status = 1
 			continue
 		}
-		if v.Len() == 0 {
-			b = append(b, "no partition: the client has seen nothing yet\n"...)
+		if tps == nil {
+			tps = []position.TopicPosition{{Pos: v}}
 		}
-		for i := range v.Len() {
-			e := v.At(i)
-			b = fmt.Appendf(b, "partition %d offset %d\n", e.Partition, e.Offset)
+		for _, tp := range tps {
+			b = appendPositions(b, tp.Topic, tp.Pos)
 		}
 		if _, err := out.Write(b); err != nil {
 			return 1
@@ -131,4 +135,21 @@ func resolve(res *checkpoint.Resolver, id string, errOut io.Writer) (position.Ve
 	_, _ = fmt.Fprintf(errOut, "%s = %s (checkpoint %s partition %d offset %d: topic %s, written by %s)\n",
 		id, v, res.Topic(), c.Ref().Partition, c.Ref().Offset, cp.Topic, cp.Writer)
 	return v, nil
+}
+
+// appendPositions appends a position's lines, "partition P offset O", each after "topic T " for a topic of a
+// stream of several topics (topic not empty).
+func appendPositions(b []byte, topic string, v position.Vector) []byte {
+	prefix := ""
+	if topic != "" {
+		prefix = "topic " + topic + " "
+	}
+	if v.Len() == 0 {
+		b = fmt.Appendf(b, "%sno partition: the client has seen nothing yet\n", prefix)
+	}
+	for i := range v.Len() {
+		e := v.At(i)
+		b = fmt.Appendf(b, "%spartition %d offset %d\n", prefix, e.Partition, e.Offset)
+	}
+	return b
 }

@@ -29,6 +29,12 @@ func TestDecodeID(t *testing.T) {
 		{"empty id", []string{"v1:"}, "no partition: the client has seen nothing yet\n", "", 0},
 		{"two ids", []string{"v1:0-1", "v1:1-2"}, "v1:0-1\npartition 0 offset 1\nv1:1-2\npartition 1 offset 2\n", "", 0},
 		{"malformed", []string{"hello"}, "", `invalid id "hello": position: malformed id`, 1},
+		{
+			"several topics", []string{"v1:payments~0-18,orders~0-5813.1-5790,refunds~"},
+			"topic payments partition 0 offset 18\ntopic orders partition 0 offset 5813\ntopic orders partition 1 offset 5790\n" +
+				"topic refunds no partition: the client has seen nothing yet\n", "", 0,
+		},
+		{"several topics, malformed", []string{"v1:b~0-1,b~0-2"}, "", "malformed topic list", 1},
 		{"no id", nil, "", "usage:", 2},
 		{"unknown flag", []string{"--kafka-nope=1", "v1:0-1"}, "", "usage:", 2},
 	}
