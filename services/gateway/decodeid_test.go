@@ -30,7 +30,8 @@ func TestDecodeID(t *testing.T) {
 		{"two ids", []string{"v1:0-1", "v1:1-2"}, "v1:0-1\npartition 0 offset 1\nv1:1-2\npartition 1 offset 2\n", "", 0},
 		{"malformed", []string{"hello"}, "", `invalid id "hello": position: malformed id`, 1},
 		{
-			"several topics", []string{"v1:payments~0-18,orders~0-5813.1-5790,refunds~"},
+			"several topics",
+			[]string{"v1:payments~0-18,orders~0-5813.1-5790,refunds~"},
 			"topic payments partition 0 offset 18\ntopic orders partition 0 offset 5813\ntopic orders partition 1 offset 5790\n" +
 				"topic refunds no partition: the client has seen nothing yet\n", "", 0,
 		},
