@@ -51,7 +51,7 @@ func ParseTopics(id string) ([]TopicPosition, error) {
 	for rest := id[at:]; ; {
 		group, more, found := strings.Cut(rest, string(groupSep))
 		name, entries, ok := strings.Cut(group, string(topicSep))
-		if !ok || !ValidTopic(name) {
+		if !ok || !validTopic(name) {
 			return nil, syntaxError(id, at, ErrTopics)
 		}
 		if n := len(out); n > 1 && out[n-1].Topic >= name || n > 0 && out[0].Topic == name {
@@ -107,8 +107,8 @@ func AppendTopics(dst []byte, topics []string, ids [][]byte, first int) []byte {
 	return dst
 }
 
-// ValidTopic says name is a valid Kafka topic name: 1 to 249 of [A-Za-z0-9._-], not "." or "..".
-func ValidTopic(name string) bool {
+// validTopic says name is a valid Kafka topic name: 1 to 249 of [A-Za-z0-9._-], not "." or "..".
+func validTopic(name string) bool {
 	if name == "" || len(name) > 249 || name == "." || name == ".." {
 		return false
 	}
