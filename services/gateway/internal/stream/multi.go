@@ -53,7 +53,7 @@ func (s *Server) ServeTopics(w http.ResponseWriter, r *http.Request, ts []TopicS
 		h.Set("Connection", "close")
 	}
 	w.WriteHeader(http.StatusOK)
-	m := newMux(ts, &httpSink{w: w, rc: http.NewResponseController(w)}, ts[0].Params.Heartbeat)
+	m := newMux(ts, &httpSink{w: w, rc: http.NewResponseController(w)})
 	reason := m.run(r.Context(), s, ts, r.RemoteAddr, spanParent(r.Context()), leaving, nil)
 	if onEnd != nil {
 		onEnd(reason)
@@ -71,8 +71,8 @@ func sortedTopics(ts []TopicStream) []TopicStream {
 // mux merges the frames of several topics' streams into one stream (see ServeTopics).
 type mux struct {
 	out       sink
-	heartbeat time.Duration
-	names     []string // the topics, ascending
+	heartbeat time.Duration // the stream's (every topic's Params share it)
+	names     []string      // the topics, ascending
 
 	mu         sync.Mutex
 	ids        [][]byte   // each topic's position: the last id its stream wrote; nil until it wrote one
@@ -93,8 +93,9 @@ type mux struct {
 	cancel context.CancelFunc
 }
 
-func newMux(ts []TopicStream, out sink, heartbeat time.Duration) *mux {
-	m := &mux{out: out, heartbeat: heartbeat, ids: make([][]byte, len(ts)), pend: make([][]byte, len(ts)), unplaced: len(ts)}
+// newMux returns the mux of a stream of the topics ts (ascending), writing to out.
+func newMux(ts []TopicStream, out sink) *mux {
+	m := &mux{out: out, heartbeat: ts[0].Params.Heartbeat, ids: make([][]byte, len(ts)), pend: make([][]byte, len(ts)), unplaced: len(ts)}
 	m.placedCond = sync.NewCond(&m.mu)
 	for _, t := range ts {
 		m.names = append(m.names, t.Topic.Name)
@@ -300,21 +301,17 @@ func (m *mux) translate(i int, block []byte) {
 	if m.unplaced > 0 {
 		return // an opening block: the stream's opening goes out once every topic placed itself
 	}
-	own := len(rest) == 1 || bytes.HasPrefix(rest, expiringLine) || bytes.HasPrefix(rest, expiredLine)
+	expiring, expired := bytes.HasPrefix(rest, expiringLine), bytes.HasPrefix(rest, expiredLine)
+	if expiring && m.noticed {
+		return
+	}
+	m.noticed, m.expired = m.noticed || expiring, m.expired || expired
+	own := len(rest) == 1 || expiring || expired
 	first := i
 	if own {
 		first = -1 // the stream's own frames: names in order
 	}
 	m.idBuf = position.AppendTopics(m.idBuf[:0], m.names, m.ids, first)
-	switch {
-	case bytes.HasPrefix(rest, expiringLine):
-		if m.noticed {
-			return
-		}
-		m.noticed = true
-	case bytes.HasPrefix(rest, expiredLine):
-		m.expired = true
-	}
 	m.buf = append(m.buf, "id: "...)
 	m.buf = append(m.buf, m.idBuf...)
 	m.buf = append(m.buf, '\n')

@@ -225,7 +225,7 @@ func BenchmarkMuxFrame(b *testing.B) {
 			for i := range ts {
 				ts[i].Topic = &Topic{Name: fmt.Sprintf("topic-%02d", i)}
 			}
-			m := newMux(ts, &discardSink{}, 0)
+			m := newMux(ts, &discardSink{})
 			var pos position.Vector
 			for p := range tc.partitions {
 				pos.Set(int32(p), 1_000_000+int64(p))

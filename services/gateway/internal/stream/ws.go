@@ -182,7 +182,7 @@ func (s *Server) ServeWebSocket(w http.ResponseWriter, r *http.Request, ts []Top
 		c.end(reason)
 	} else {
 		ts = sortedTopics(ts)
-		m := newMux(ts, sink, ts[0].Params.Heartbeat)
+		m := newMux(ts, sink)
 		reason = m.run(run, s, ts, r.RemoteAddr, spanParent(r.Context()), s.leaving.Load(), func(c *conn) { c.meta = true })
 		if onEnd != nil {
 			onEnd(reason)
