@@ -70,19 +70,40 @@ type grant struct {
 	claims *auth.Claims
 }
 
-// admit checks the request's token against topic's mode. A refusal is an *auth.Error: 401 for a missing or bad
-// token, 403 when the token does not allow the topic, 400 for a request with tokens in two places.
+// credential is a stream request's token, read and verified once however many topics the request names.
+type credential struct {
+	r      *http.Request
+	read   bool
+	tok    string
+	claims *auth.Claims
+	err    error
+}
+
+// token returns the request's token ("" for none) and its claims, reading and verifying it on first use.
+func (g *gate) token(cr *credential) (string, *auth.Claims, error) {
+	if !cr.read {
+		cr.read = true
+		cr.tok, cr.err = g.extract.Token(cr.r)
+		if cr.err == nil && cr.tok != "" {
+			cr.claims, cr.err = g.verifier.Verify(cr.r.Context(), cr.tok)
+		}
+	}
+	return cr.tok, cr.claims, cr.err
+}
+
+// admit checks the request's token (cr) against topic's mode. A refusal is an *auth.Error: 401 for a missing
+// or bad token, 403 when the token does not allow the topic, 400 for a request with tokens in two places.
 //
 // On an optional topic, a request without a token, or with a valid token whose scope does not name the topic,
 // reads it anonymously: a token never makes a public topic unreadable. A token that fails verification is
 // refused even there, so that a client learns its token needs renewing instead of silently getting another
 // view.
-func (g *gate) admit(r *http.Request, topic string) (grant, error) {
+func (g *gate) admit(cr *credential, topic string) (grant, error) {
 	mode := g.modes[topic]
 	if mode == auth.ModeNone {
 		return grant{}, nil
 	}
-	tok, err := g.extract.Token(r)
+	tok, claims, err := g.token(cr)
 	if err != nil {
 		return grant{}, err
 	}
@@ -91,10 +112,6 @@ func (g *gate) admit(r *http.Request, topic string) (grant, error) {
 			return grant{}, nil
 		}
 		return grant{}, &auth.Error{Reason: auth.ReasonMissing}
-	}
-	claims, err := g.verifier.Verify(r.Context(), tok)
-	if err != nil {
-		return grant{}, err
 	}
 	if !claims.Scope.AllowsTopic(topic) {
 		if mode == auth.ModeOptional {

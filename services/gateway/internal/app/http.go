@@ -152,8 +152,9 @@ func (a *App) streamRequest(c *gin.Context) (streamReq, bool) {
 	}
 	grants := make([]grant, len(names))
 	subject := ""
+	cr := &credential{r: c.Request}
 	for i, name := range names {
-		if grants[i], err = a.gate.admit(c.Request, name); err != nil {
+		if grants[i], err = a.gate.admit(cr, name); err != nil {
 			a.refuse(c, name, err)
 			return streamReq{}, false
 		}
