@@ -6,7 +6,7 @@
 // Commands: {"fill": [selector, text]}, {"select": [selector, value]}, {"click": selector},
 // {"wait": "<JavaScript expression>"} (until it is true, within "timeout" ms, default 60000),
 // {"eval": "<JavaScript expression>"} (answers {"value": ...}), {"screenshot": path} (the viewport; with
-// "full": true the whole page). Every answer is
+// "full": true the whole page), {"reload": true} (loads the page again, as the reload button does). Every answer is
 // {"ok": true, ...} or {"error": "..."}; the first line, once the page has loaded, is {"ok": true}.
 // CHROMIUM names the browser binary (default /usr/bin/chromium).
 import { launch } from "./launch.mjs";
@@ -31,6 +31,7 @@ try {
       if (cmd.fill) await page.fill(cmd.fill[0], cmd.fill[1]);
       else if (cmd.select) await page.selectOption(cmd.select[0], cmd.select[1]);
       else if (cmd.click) await page.click(cmd.click);
+      else if (cmd.reload) await page.reload();
       else if (cmd.wait) await page.waitForFunction(cmd.wait, null, { timeout: cmd.timeout || 60000, polling: 50 });
       else if (cmd.screenshot) await page.screenshot({ path: cmd.screenshot, fullPage: Boolean(cmd.full) });
       else if (cmd.eval) {

@@ -144,7 +144,10 @@ func TestDashboardDropAndResume(t *testing.T) {
 	var fromTable []string
 	for _, r := range rows {
 		if r[0] != "?" {
-			fromTable = append(fromTable, r[0]+"-"+r[1])
+			if r[0] != topic {
+				t.Errorf("the positions table names topic %q, want %s", r[0], topic)
+			}
+			fromTable = append(fromTable, r[1]+"-"+r[2])
 		}
 	}
 	if got := "v1:" + strings.Join(fromTable, "."); got != seen.LastEventID {
@@ -173,7 +176,7 @@ func TestDashboardDropAndResume(t *testing.T) {
 	tableSum := 0
 	for _, r := range rows {
 		var n int
-		_, _ = fmt.Sscan(r[2], &n)
+		_, _ = fmt.Sscan(r[3], &n)
 		tableSum += n
 	}
 	if tableSum != len(seen.Events) {

@@ -2,6 +2,7 @@ package app
 
 import (
 	"cmp"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"html/template"
@@ -10,6 +11,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strconv"
+	"strings"
 
 	"github.com/gin-gonic/gin"
 
@@ -81,7 +83,9 @@ func (a *App) routes() *gin.Engine {
 	r.GET("/ws/:topic", cors, a.handleWebSocket)
 	r.GET("/", cors, a.handleDashboard)
 	r.OPTIONS("/", cors, handleOptions)
-	r.GET("/ssegate.js", handleClientModule)
+	for name := range dashboardScripts {
+		r.GET("/"+name, handleScript)
+	}
 	publishCORS := a.cors.handlerFor(publishCORSRoute, a.refuseOrigin)
 	r.POST("/topics/:topic/records", publishCORS, a.handlePublish)
 	r.OPTIONS("/topics/:topic/records", publishCORS, handlePublishOptions)
@@ -228,28 +232,43 @@ func (a *App) handleReady(c *gin.Context) {
 
 var dashboardTmpl = template.Must(template.ParseFS(dashboardFS, "dashboard/index.html"))
 
-// clientModule is the browser client (dashboard/ssegate.js), which the dashboard and pages of any origin
-// import: public code, so any origin may load it (a module script is fetched with CORS).
-var clientModule = func() []byte {
-	b, err := dashboardFS.ReadFile("dashboard/ssegate.js")
-	if err != nil {
-		panic(err) // embedded: only a broken build gets here
+// dashboardScripts are the browser client (ssegate.js), which the dashboard and pages of any origin import,
+// and the dashboard's own scripts: public code, so any origin may load them (a module script is fetched with
+// CORS).
+var dashboardScripts = func() map[string][]byte {
+	m := map[string][]byte{}
+	for _, name := range []string{"ssegate.js", "dashboard.js", "ws.js"} {
+		b, err := dashboardFS.ReadFile("dashboard/" + name)
+		if err != nil {
+			panic(err) // embedded: only a broken build gets here
+		}
+		m[name] = b
 	}
-	return b
+	return m
 }()
 
-func handleClientModule(c *gin.Context) {
+// handleScript serves one of dashboardScripts, named by the route's path.
+func handleScript(c *gin.Context) {
 	c.Header("Access-Control-Allow-Origin", "*")
 	c.Header("Cache-Control", "no-cache")
 	c.Header("X-Content-Type-Options", "nosniff")
-	c.Data(http.StatusOK, "text/javascript; charset=utf-8", clientModule)
+	c.Data(http.StatusOK, "text/javascript; charset=utf-8", dashboardScripts[strings.TrimPrefix(c.FullPath(), "/")])
 }
 
 func (a *App) handleDashboard(c *gin.Context) {
 	c.Header("Content-Type", "text/html; charset=utf-8")
 	c.Header("Cache-Control", "no-cache")
 	c.Status(http.StatusOK)
-	page := struct{ Topic, ValueFormat string }{a.cfg.DemoTopic, a.streamTopics[a.cfg.DemoTopic].Format.Value.Data()}
+	// The value format of every topic served, which the page decodes values by.
+	formats := make(map[string]string, len(a.streamTopics))
+	for name, st := range a.streamTopics {
+		formats[name] = st.Format.Value.Data()
+	}
+	b, err := json.Marshal(formats)
+	if err != nil {
+		panic(err) // a map of strings
+	}
+	page := struct{ Topic, Formats string }{a.cfg.DemoTopic, string(b)}
 	if err := dashboardTmpl.Execute(c.Writer, page); err != nil {
 		a.log.Warn("dashboard render failed", "err", err)
 	}

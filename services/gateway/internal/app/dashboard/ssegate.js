@@ -136,6 +136,8 @@ const ownEvents = new Set(["resync", "resumed", "token-expiring", "token-expired
 //   onLive(r)    a from=snapshot stream's snapshot is complete: {id, topic}, the cut; records after it are
 //                live (a resume of such a stream sends what changed while away, then live again; in a stream
 //                of several topics, each topic read from=snapshot says live once)
+//   onResumed(r) with explain=1 in the URL, where each resume came from: {id (the position resumed after),
+//                source ("ring" or "kafka"), from, ...} as the gateway sent it
 //   onOpen(), onError(e)  the EventSource's own; onError gets {closed: true} when it gave up (an HTTP error:
 //                the stream is not opened again)
 //   renewToken() called at token-expiring; may return a promise. When the gateway ends the stream at the
@@ -175,7 +177,9 @@ export function connect(url, opts = {}) {
     }
     moved(e.lastEventId);
     r.id = e.lastEventId;
-    if (type === "resync") {
+    if (type === "resumed") {
+      opts.onResumed?.(r);
+    } else if (type === "resync") {
       opts.onResync?.(r);
     } else if (type === "live") {
       opts.onLive?.(r);
@@ -212,7 +216,7 @@ export function connect(url, opts = {}) {
     es.onerror = () => opts.onError?.({ closed: es.readyState === EventSource.CLOSED });
     es.onmessage = record;
     for (const type of ownEvents) {
-      es.addEventListener(type, (e) => (type === "resumed" ? moved(e.lastEventId) : gatewayEvent(type, e)));
+      es.addEventListener(type, (e) => gatewayEvent(type, e));
     }
     for (const type of ["delete", ...(opts.eventTypes ?? [])]) {
       es.addEventListener(type, record);
