@@ -68,6 +68,7 @@ func (g *gate) run(ctx context.Context) {
 // grant is what a request may read of a topic: nil claims for an anonymous reader (a public topic).
 type grant struct {
 	claims *auth.Claims
+	topic  string // the topic the grant is for: the scope's per-topic entries that match it apply
 }
 
 // credential is a stream request's token, read and verified once however many topics the request names.
@@ -119,7 +120,7 @@ func (g *gate) admit(cr *credential, topic string) (grant, error) {
 		}
 		return grant{}, &auth.Error{Reason: auth.ReasonInsufficientScope, Detail: "topic " + topic}
 	}
-	return grant{claims: claims}, nil
+	return grant{claims: claims, topic: topic}, nil
 }
 
 // apply narrows a stream's parameters to the grant: the scope's keys and events, and the token's expiry (exp
@@ -128,7 +129,8 @@ func (gr grant) apply(g *gate, p *stream.Params) error {
 	if gr.claims == nil {
 		return nil
 	}
-	if err := p.Narrow(gr.claims.Scope.Keys, gr.claims.Scope.Events); err != nil {
+	keys, events, filters := gr.claims.Scope.ForTopic(gr.topic)
+	if err := p.Narrow(keys, events); err != nil {
 		var se *stream.ScopeError
 		detail := "the query asks for nothing the token allows"
 		if errors.As(err, &se) {
@@ -136,8 +138,10 @@ func (gr grant) apply(g *gate, p *stream.Params) error {
 		}
 		return &auth.Error{Reason: auth.ReasonInsufficientScope, Detail: detail, Err: err}
 	}
-	if err := p.NarrowFilter(gr.claims.Scope.Filter); err != nil {
-		return &auth.Error{Reason: auth.ReasonBadClaim, Detail: "the token's filter: " + err.Error(), Err: err}
+	for _, f := range filters {
+		if err := p.NarrowFilter(f); err != nil {
+			return &auth.Error{Reason: auth.ReasonBadClaim, Detail: "the token's filter: " + err.Error(), Err: err}
+		}
 	}
 	p.Expires = gr.claims.Expires.Add(g.leeway)
 	p.ExpiryNotice = g.notice

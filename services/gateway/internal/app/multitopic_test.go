@@ -343,3 +343,51 @@ func TestTopicsWebSocket(t *testing.T) {
 		t.Errorf("publish=1 on two topics: %d %s, want a 400 naming publish", resp.StatusCode, body)
 	}
 }
+
+// TestTopicsPerTopicScope: a token's per_topic entries narrow each topic of a stream of several topics on their
+// own: one topic gets only the entry's keys, the other only what the entry's filter passes; a query asking one
+// topic for a key its entry does not allow is refused as a whole.
+func TestTopicsPerTopicScope(t *testing.T) {
+	ta, tb := kafkatest.NewTopic(t, 2, nil), kafkatest.NewTopic(t, 1, nil)
+	for _, topic := range []string{ta, tb} {
+		cl := kafkatest.Client(t, kgo.DefaultProduceTopic(topic))
+		for i := range 20 {
+			kafkatest.Produce(t, cl, &kgo.Record{Key: fmt.Appendf(nil, "k%d", i%4), Value: fmt.Appendf(nil, `{"topic":%q,"key":"k%d","n":%d}`, topic, i%4, i)})
+		}
+	}
+	g := startGateway(t, []string{ta, tb}, withAuth(t, func(c *Config) {
+		c.Auth.TopicModes = map[string]string{ta: "required", tb: "required"}
+	}))
+	g.waitReady(t)
+	tok := token(t, testSecret, time.Now().Add(time.Hour), map[string]any{
+		"topics": []string{ta, tb}, "keys": []string{"k1", "k2", "k3"},
+		"per_topic": map[string]any{ta: map[string]any{"keys": []string{"k1", "k0"}}, tb: map[string]any{"filter": "value.n < 10"}},
+	}, nil)
+	auth := bearerHeader(tok)
+	if resp, body := request(t, g.url+"/streams/"+ta+","+tb+"?key."+ta+"=k2", auth); resp.StatusCode != http.StatusForbidden || !strings.Contains(body, "insufficient_scope") {
+		t.Errorf("key.%s=k2: %d %s, want 403: the token allows %s only k1", ta, resp.StatusCode, body, ta)
+	}
+	s := openTopics(t, kafkatest.Context(t), g.url+"/streams/"+ta+","+tb+"?from=earliest&key."+tb+"=k2&key."+tb+"=k3", auth)
+	defer s.stop()
+	// ta: k1 only (k0 is not in the scope-wide keys), n 1, 5, 9, 13, 17; tb: k2 and k3 below 10: n 2, 3, 6, 7.
+	want := map[string][]int{ta: {1, 5, 9, 13, 17}, tb: {2, 3, 6, 7}}
+	got := map[string][]int{}
+	for len(got[ta])+len(got[tb]) < 9 {
+		ev := s.next(t)
+		if ev.data == "" {
+			continue
+		}
+		var v struct {
+			Topic, Key string
+			N          int
+		}
+		if err := json.Unmarshal([]byte(ev.data), &v); err != nil || v.Topic != ev.topic {
+			t.Fatalf("event %+v: %v", ev, err)
+		}
+		got[ev.topic] = append(got[ev.topic], v.N)
+	}
+	slices.Sort(got[ta]) // two partitions: in order within each only
+	if !slices.Equal(got[ta], want[ta]) || !slices.Equal(got[tb], want[tb]) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+}

@@ -330,7 +330,7 @@ func (g *gate) admitPublish(r *http.Request, topic string, anonymous bool) (gran
 		}
 		return grant{}, &auth.Error{Reason: auth.ReasonInsufficientScope, Detail: "publish " + topic}
 	}
-	return grant{claims: claims}, nil
+	return grant{claims: claims, topic: topic}, nil
 }
 
 // registerPublishMetrics adds the publishing side's metrics: records by result, request durations, bytes

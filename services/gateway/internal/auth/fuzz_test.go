@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"path"
 	"strings"
 	"testing"
 
@@ -87,6 +88,7 @@ func FuzzScope(f *testing.F) {
 	for _, s := range []string{
 		`{"topics":["orders"],"keys":["user-42"]}`, `{"topics":[]}`, `{"topics":["a["]}`, `{"topics":null}`,
 		`{"topics":["*"],"events":["x"],"keys":[]}`, `null`, `[]`, `"x"`, `{"topics":["a"],"extra":1}`,
+		`{"topics":["*"],"per_topic":{"a*":{"keys":["k"]},"b":{"filter":"true"}}}`, `{"topics":["*"],"per_topic":{"a":null}}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -104,7 +106,14 @@ func FuzzScope(f *testing.F) {
 				t.Fatal("an empty pattern")
 			}
 		}
-		for _, list := range [][]string{s.Keys, s.Events} {
+		lists := [][]string{s.Keys, s.Events}
+		for p, e := range s.PerTopic {
+			if _, err := path.Match(p, ""); err != nil || p == "" {
+				t.Fatalf("per-topic pattern %q", p)
+			}
+			lists = append(lists, e.Keys, e.Events)
+		}
+		for _, list := range lists {
 			for _, v := range list {
 				if v == "" {
 					t.Fatal("an empty value")
