@@ -58,7 +58,7 @@ func catchUp(cs []*client, t1, now time.Time) (time.Duration, bool) {
 		if c.failed.Load() {
 			continue // counted in conn_errors, and its stream ended where it failed
 		}
-		at := c.tr.reached()
+		at := c.reachedAt()
 		if at.IsZero() {
 			return now.Sub(t1), false
 		}

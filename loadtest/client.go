@@ -45,6 +45,7 @@ func (c *countingReader) Read(p []byte) (int, error) {
 type client struct {
 	n      int
 	tr     tracker
+	sc     *shapeCheck // the values' check of a shaped stream (--shape); nil for plain streams
 	failed atomic.Bool // the last stream ended with an error; readable while it runs
 
 	// Set by the connection goroutine, read after it has been joined.
@@ -263,6 +264,9 @@ func (c *client) event(sh *shared, ev sse.Event, measure bool) error {
 		return fmt.Errorf("gateway sent event: resync: %s", ev.Data)
 	}
 	c.tr.frame(ev.ID, &clk)
+	if c.sc != nil {
+		c.sc.record(ev.Data)
+	}
 	sh.frames.Add(1)
 	if h != nil && measure {
 		if ts, ok := sendTime(ev.Data); ok {

@@ -56,6 +56,10 @@ type config struct {
 	JSON          bool
 	CPUProfile    string // file for the tool's own CPU profile (runtime/pprof); empty means none
 
+	Shape     string        // steady: what each stream asks for (shape.go): plain, filter or conflate
+	FilterMod int           // --shape=filter: connections are filtered into this many classes; 0: one each
+	Conflate  time.Duration // --shape=conflate: the interval
+
 	Proto          string // protoH1, protoH2C, protoH2 (h2.go) or protoWS (ws.go)
 	StreamsPerConn int    // h2, h2c: streams that share one HTTP/2 connection
 	Insecure       bool   // h2: accept any certificate
@@ -182,6 +186,9 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.StringVar(&c.CAFile, "ca-file", "", "h2: PEM file of the certificates to trust (a self-signed gateway certificate is its own); default the system's")
 	fs.StringVar(&c.HeapProfile, "gateway-heap-profile", "",
 		"idle: after the hold, write the first gateway's heap profile (/debug/pprof/heap on its admin port, which needs the gateway's pprof setting) to this file")
+	fs.StringVar(&c.Shape, "shape", shapePlain, "steady: what each stream asks for: plain (every record), filter (connection i: filter=int(value.seq) % F == i mod F) or conflate (conflate=--conflate)")
+	fs.IntVar(&c.FilterMod, "filter-mod", 0, "--shape=filter: F, the classes connections are filtered into; 0 means --connections (a distinct filter each)")
+	fs.DurationVar(&c.Conflate, "conflate", 250*time.Millisecond, "--shape=conflate: the conflation interval, 10ms to 1m")
 	fs.BoolVar(&c.JSON, "json", false, "after the summary line, print the full result as one JSON line")
 	fs.DurationVar(&c.StormConsume, "storm-consume", 3*time.Second, "storm: how long clients consume before they all disconnect")
 	fs.DurationVar(&c.StormGap, "storm-gap", 5*time.Second, "storm: how long records are produced while every client is away")
@@ -386,6 +393,10 @@ func (c config) validate() error {
 		{c.HeapProfile != "" && c.Mode != modeIdle, "--gateway-heap-profile: idle mode only"},
 		{c.Mode == modeFloor && !(c.Rate > 0), "--rate: the floor publishes at a rate, want more than 0"},
 		{c.Mode == modeFloor && len(c.GatewayPIDs) > 0, "--gateway-pid: not with --mode=floor, which measures the floor it starts"},
+		{c.Shape != shapePlain && c.Shape != shapeFilter && c.Shape != shapeConflate, "--shape: want plain, filter or conflate"},
+		{c.Shape != shapePlain && c.Mode != modeSteady, "--shape: steady mode only"},
+		{c.FilterMod < 0 || c.FilterMod > maxConnections, fmt.Sprintf("--filter-mod: want 0 to %d", maxConnections)},
+		{c.Conflate < 10*time.Millisecond || c.Conflate > time.Minute, "--conflate: want 10ms to 1m"},
 		{c.FloorBin == "" || c.FloorWriters < 0, "--floor-bin: a path is required; --floor-writers: want 0 or more"},
 	}
 	for _, ch := range checks {

@@ -212,7 +212,7 @@ func (r *runner) floor(ctx context.Context) error {
 	for i := range r.clients {
 		r.clients[i] = &client{n: i}
 	}
-	url := r.streamURL(r.cfg.URLs[0])
+	url := r.streamURL(r.cfg.URLs[0], 0)
 	g, opened, err := r.connect(ctx, func(int) connOpts { return connOpts{url: url, measure: true} }, noDelay, 0)
 	r.res.Opened = opened
 	if err != nil {

@@ -81,6 +81,8 @@ type result struct {
 	// how long that took; Produced does not count them.
 	Prefilled      int64   `json:"prefilled,omitempty"`
 	PrefillSeconds float64 `json:"prefill_s,omitempty"`
+	// Shape is what the clients of a shaped stream (--shape) got; nil for plain streams.
+	Shape *shapeStats `json:"shape,omitempty"`
 	// Waves is what steady's resume waves did (--waves); nil without waves.
 	Waves *waveStats `json:"resume_waves,omitempty"`
 
@@ -190,6 +192,9 @@ func (r *result) judge(cfg config) {
 	if r.ConnErrors > 0 {
 		fail("%d connections failed", r.ConnErrors)
 	}
+	if r.Shape != nil && r.Shape.Wrong > 0 {
+		fail("%d records the shape should not have sent (another filter's, or not of the run)", r.Shape.Wrong)
+	}
 	if r.Waves != nil {
 		r.Failures = append(r.Failures, r.Waves.failures()...)
 	}
@@ -296,6 +301,9 @@ func (r *result) summary() string {
 	switch r.Mode {
 	case modeSteady:
 		fmt.Fprintf(&b, " deliveries/s=%.0f", r.DeliveriesPerSec)
+		if s := r.Shape; s != nil {
+			fmt.Fprintf(&b, " shape=%s frames/client/s=%.1f bytes/client/s=%.0f", s.Shape, s.FramesPerClientPS, s.BytesPerClientPS)
+		}
 		r.fmtBound(&b)
 		fmtLatency(&b, "", r.Latency)
 		fmtWindows(&b, r.LatencyWindows)

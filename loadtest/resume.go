@@ -184,7 +184,7 @@ func (r *runner) resume(ctx context.Context) error {
 	// Let the gateway read the records live (its ring keeps only the newest), so that the resumes measure
 	// the replay and not a gateway still catching up.
 	sleep(ctx, time.Second)
-	url := r.streamURL(cfg.URLs[0])
+	url := r.streamURL(cfg.URLs[0], 0)
 	for _, cold := range []bool{true, false} {
 		runs, d, err := r.resumePhase(ctx, url, pl, cold)
 		if err != nil {

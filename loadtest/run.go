@@ -44,7 +44,7 @@ type runner struct {
 
 // streamURL is the stream URL of connection i on gateway base: /streams/{topic}, or /ws/{topic} over
 // WebSocket, with acknowledgements when --ws-acks asks for them.
-func (r *runner) streamURL(base string) string {
+func (r *runner) streamURL(base string, i int) string {
 	path := "/streams/"
 	if r.cfg.Proto == protoWS {
 		path = "/ws/"
@@ -54,6 +54,7 @@ func (r *runner) streamURL(base string) string {
 	if r.cfg.Mode == modeIdle {
 		q.Set("heartbeat", "0")
 	}
+	r.cfg.shapeQuery(q, i)
 	if r.cfg.Proto == protoWS && r.cfg.WSAcks > 0 {
 		q.Set("ack", "1")
 		q.Set("max_in_flight", strconv.Itoa(r.cfg.WSMaxInFlight))
@@ -116,7 +117,7 @@ func run(ctx context.Context, cfg config) (result, error) {
 	r.cps = cps
 	r.clients = make([]*client, cfg.Connections)
 	for i := range r.clients {
-		r.clients[i] = &client{n: i}
+		r.clients[i] = &client{n: i, tr: tracker{skips: cfg.Shape != shapePlain}, sc: newShapeCheck(cfg, i)}
 		r.clients[i].tr.cps = cps
 	}
 	switch cfg.Mode {
@@ -222,7 +223,7 @@ func (g *group) stop() {
 // measuring its latency, and counts them in r.res.Opened.
 func (r *runner) openMeasured(ctx context.Context) (*group, error) {
 	g, opened, err := r.connect(ctx, func(i int) connOpts {
-		return connOpts{url: r.streamURL(r.cfg.URLs[i%len(r.cfg.URLs)]), measure: true}
+		return connOpts{url: r.streamURL(r.cfg.URLs[i%len(r.cfg.URLs)], i), measure: true}
 	}, noDelay, 0)
 	r.res.Opened = opened
 	return g, err
@@ -375,7 +376,7 @@ func (r *runner) waitLevel(ctx context.Context, cs []*client, ends []int64) erro
 	for {
 		all := true
 		for _, c := range cs {
-			if !c.failed.Load() && !c.tr.caughtUp(ends) {
+			if !c.failed.Load() && !c.caughtUp(ends) {
 				all = false
 				break
 			}
@@ -394,7 +395,9 @@ func (r *runner) waitLevel(ctx context.Context, cs []*client, ends []int64) erro
 // account adds the clients' loss and duplicate counts to the result, after finish.
 func (r *runner) account(cs []*client, ends []int64) {
 	for _, c := range cs {
-		c.tr.finish(ends)
+		if !c.sc.skipsTail() {
+			c.tr.finish(ends)
+		}
 		n := c.tr.counts()
 		r.res.Delivered += n.Delivered
 		r.res.Lost += n.Lost

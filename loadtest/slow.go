@@ -21,7 +21,7 @@ func (r *runner) slow(ctx context.Context) error {
 	stopRead, check := make(chan struct{}), make(chan struct{})
 	var before, after histogram
 	g, opened, err := r.connect(ctx, func(i int) connOpts {
-		o := connOpts{url: r.streamURL(r.cfg.URLs[i%len(r.cfg.URLs)]), measure: !isSlow[i]}
+		o := connOpts{url: r.streamURL(r.cfg.URLs[i%len(r.cfg.URLs)], i), measure: !isSlow[i]}
 		if isSlow[i] {
 			o.rcvBuf, o.stopRead, o.check, o.checkWait = r.cfg.SlowRcvBuf, stopRead, check, r.cfg.SlowCheck
 		}

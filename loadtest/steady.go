@@ -31,12 +31,22 @@ func (r *runner) steady(ctx context.Context) error {
 		return err
 	}
 	m.f0, m.t0 = r.sh.frames.Load(), time.Now()
+	for _, c := range r.clients {
+		if c.sc != nil {
+			c.sc.start(r.prod.seq.Load())
+		}
+	}
 	stop := r.startProducer(ctx)
 	stopWindows := win.start(ctx, m.t0)
 	waitWaves := r.startWaves(ctx, m.t0)
 	sleep(ctx, r.cfg.Duration)
 	stop()
 	m.f1, m.t1 = r.sh.frames.Load(), time.Now()
+	for _, c := range r.clients {
+		if c.sc != nil {
+			c.sc.ended(r.prod.seq.Load())
+		}
+	}
 	// Every record is acknowledged now: the readers' catch-up is timed from here to the topic's end offsets.
 	ends, err := r.k.endOffsets(ctx)
 	if err == nil {
@@ -98,6 +108,7 @@ func (r *runner) steadyResult(m steadyMarks, win *latencyWindows, ends []int64) 
 	r.res.Bound = boundOf(r.cfg.Rate, r.res.ProducedPerSec, m.catchUp, m.caughtUp)
 	r.res.ConnErrors = r.sh.connErrs.Load()
 	r.account(r.clients, ends)
+	r.shapeResult(r.res.Elapsed)
 	if f := r.sh.frames.Load(); f > 0 {
 		r.res.V1Share = float64(r.res.V1IDs) / float64(f)
 		r.res.IDBytesPerFrame = float64(r.sh.idBytes.Load()) / float64(f)

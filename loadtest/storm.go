@@ -67,7 +67,7 @@ func (r *runner) storm(ctx context.Context) error {
 		return urlOf(i)
 	}
 	g, reopened, err := r.connect(ctx, func(i int) connOpts {
-		return connOpts{url: r.streamURL(next(i)), lastID: r.clients[i].tr.last()}
+		return connOpts{url: r.streamURL(next(i), i), lastID: r.clients[i].tr.last()}
 	}, func(int) time.Duration { return jitter(r.cfg.StormWindow) },
 		// Reconnected clients are served what they missed while the others are still connecting, and on a
 		// small machine that can slow the connects down as much as the catch-up: give them the drain time.

@@ -250,7 +250,7 @@ func (r *runner) startWaves(ctx context.Context, t0 time.Time) func() *waveStats
 func (r *runner) waveSchedule() waveSchedule {
 	return waveSchedule{
 		count: r.cfg.Waves, every: r.cfg.WaveEvery, duration: r.cfg.Duration, behind: r.cfg.WaveBehind, cut: r.cfg.WaveCut,
-		url: func(j int) string { return r.streamURL(r.cfg.URLs[j%len(r.cfg.URLs)]) },
+		url: func(j int) string { return r.streamURL(r.cfg.URLs[j%len(r.cfg.URLs)], j) },
 		head: func(ctx context.Context) ([]int64, []int64, error) {
 			starts, err := r.k.startOffsets(ctx)
 			if err != nil {

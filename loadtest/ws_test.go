@@ -199,7 +199,7 @@ func TestStreamURL(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			r := &runner{cfg: tc.cfg}
-			if got := r.streamURL("http://g"); got != tc.want {
+			if got := r.streamURL("http://g", 0); got != tc.want {
 				t.Fatalf("streamURL = %s, want %s", got, tc.want)
 			}
 		})
@@ -458,7 +458,7 @@ func runTestStreams(t *testing.T, cfg config, n int, want int64) (*runner, *hist
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	g, opened, err := r.connect(ctx, func(int) connOpts {
-		return connOpts{url: r.streamURL(cfg.URLs[0]), measure: true}
+		return connOpts{url: r.streamURL(cfg.URLs[0], 0), measure: true}
 	}, noDelay, 0)
 	if err != nil {
 		t.Fatal(err)
