@@ -32,8 +32,19 @@ ssegate.ringMemory: bytes the gateway's rings may hold together: the budget, or 
 {{- end -}}
 
 {{/*
+ssegate.indexMemory: bytes the topics' key indexes (topicSnapshotIndex) may hold together.
+*/}}
+{{- define "ssegate.indexMemory" -}}
+{{- $sum := 0 -}}
+{{- range $topic, $size := .Values.gateway.topicSnapshotIndex -}}
+{{- $sum = add $sum (include "ssegate.bytes" $size) -}}
+{{- end -}}
+{{- $sum -}}
+{{- end -}}
+
+{{/*
 ssegate.memoryLimit: the gateway container's memory limit in bytes: the one in resources, else derived so
-that GOMEMLIMIT (goMemLimitPercent of it) covers the rings, the replay block cache (replayCacheBytes, which
+that GOMEMLIMIT (goMemLimitPercent of it) covers the rings, the key indexes (topicSnapshotIndex), the replay block cache (replayCacheBytes, which
 also sets the gateway's replay-cache-bytes), the unfinished writes to slow clients (pendingWriteBytes, the
 gateway's pending-write-bytes), the published records Kafka has not acknowledged yet (publish.pendingBytes, the
 gateway's publish-pending-bytes, 16MiB when empty; only with publish.topics), the connections and the base,
@@ -61,7 +72,7 @@ counted (docs/kubernetes.md).
 {{- $connBytes := mul (add (mul (sub $m.connections $ws) $connKiB) (mul $ws $wsKiB)) 1024 -}}
 {{- $publish := 0 -}}
 {{- if $g.publish.topics }}{{ $publish = include "ssegate.bytes" (default "16MiB" $g.publish.pendingBytes) }}{{ end -}}
-{{- $need := add (include "ssegate.ringMemory" .) (include "ssegate.bytes" $g.replayCacheBytes) (include "ssegate.bytes" $g.pendingWriteBytes) $publish $connBytes (mul $m.baseMiB 1048576) -}}
+{{- $need := add (include "ssegate.ringMemory" .) (include "ssegate.indexMemory" .) (include "ssegate.bytes" $g.replayCacheBytes) (include "ssegate.bytes" $g.pendingWriteBytes) $publish $connBytes (mul $m.baseMiB 1048576) -}}
 {{- $limit := div (add (mul $need 100) (sub $m.goMemLimitPercent 1)) $m.goMemLimitPercent -}}
 {{- mul (div (add $limit 1048575) 1048576) 1048576 -}}
 {{- end -}}

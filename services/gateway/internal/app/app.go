@@ -247,6 +247,9 @@ func (a *App) newMetrics(res *sdkresource.Resource, obs *observer) error {
 		return err
 	}
 	a.refused = newRefusals(a.feed.Topics())
+	if err := t.registerSnapshots(a.feed, a.stats); err != nil {
+		return err
+	}
 	return t.registerAuth(a.feed.Topics(), a.stats, a.refused)
 }
 

@@ -57,6 +57,12 @@ func TestChartMemory(t *testing.T) {
 			[]string{`pending-write-bytes: "256MiB"`},
 		},
 		{
+			"key indexes: their sizes are memory too",
+			map[string]any{"topics": []any{"a", "b"}, "topicSnapshotIndex": map[string]any{"a": "64MiB", "b": "16MiB"}},
+			derived(2*64*Mi+80*Mi, 32*Mi, 32*Mi, 10000, 4, 128, 90), "",
+			[]string{"topic-snapshot-index:", `a: "64MiB"`, `b: "16MiB"`},
+		},
+		{
 			"eight topics without a budget: 8 x ringBytes",
 			map[string]any{"topics": []any{"a", "b", "c", "d", "e", "f", "g", "h"}},
 			derived(8*64*Mi, 32*Mi, 32*Mi, 10000, 4, 128, 90), "", nil,

@@ -46,7 +46,8 @@ var chartValueSets = map[string]map[string]any{
 			"sasl":    map[string]any{"mechanism": "SCRAM-SHA-512", "username": "ssegate", "passwordSecret": map[string]any{"name": "kafka-pw", "key": "pw"}},
 		},
 		"gateway": map[string]any{
-			"topics": []any{"orders", "payments"}, "topicConflate": map[string]any{"payments": "250ms"}, "topicSlowConflate": map[string]any{"orders": "500ms"}, "replicas": 3, "drainSeconds": 30, "endpointPropagationSeconds": 8,
+			"topics": []any{"orders", "payments"}, "topicConflate": map[string]any{"payments": "250ms"}, "topicSlowConflate": map[string]any{"orders": "500ms"},
+			"topicSnapshotIndex": map[string]any{"payments": "32MiB"}, "replicas": 3, "drainSeconds": 30, "endpointPropagationSeconds": 8,
 			"autoscaling": map[string]any{"enabled": true, "targetConnectionsPerPod": 5000},
 			"ingress":     map[string]any{"enabled": true, "hosts": []any{"events.example.com"}},
 			"httpRoute":   map[string]any{"enabled": true, "parentRefs": []any{map[string]any{"name": "public"}}},
@@ -496,6 +497,9 @@ func checkChartAuth(t *testing.T, vals map[string]any, cfg Config) {
 	c, _ := g["cors"].(map[string]any)
 	if fmt.Sprint(cfg.CORS.Origins) != fmt.Sprint(c["origins"]) || cfg.CORS.Credentials != c["credentials"] {
 		t.Errorf("CORS %+v, want %v", cfg.CORS, c)
+	}
+	if fmt.Sprint(cfg.TopicSnapshotIndex) != fmt.Sprint(g["topicSnapshotIndex"]) {
+		t.Errorf("key indexes %v, want %v", cfg.TopicSnapshotIndex, g["topicSnapshotIndex"])
 	}
 	if fmt.Sprint(cfg.TopicConflate) != fmt.Sprint(g["topicConflate"]) || fmt.Sprint(cfg.TopicSlowConflate) != fmt.Sprint(g["topicSlowConflate"]) {
 		t.Errorf("conflation %v and %v, want %v and %v", cfg.TopicConflate, cfg.TopicSlowConflate, g["topicConflate"], g["topicSlowConflate"])

@@ -68,6 +68,10 @@ type Config struct {
 	// TopicRingBytes maps served topics to their own ring size (a byte size such as 256MiB): instead of
 	// RingBytes without a budget, a fixed share of RingBudget with one. Default none.
 	TopicRingBytes map[string]string
+	// TopicSnapshotIndex maps served topics to the memory of their key index (a byte size such as 64MiB):
+	// the latest record of every key, from which from=snapshot streams are served without reading the topic.
+	// Such a topic is read from its start at startup. Default none.
+	TopicSnapshotIndex map[string]string
 	// Heartbeat is the default idle time after which a stream gets a comment (the heartbeat query parameter
 	// overrides it). Default 15s; zero means no heartbeat.
 	Heartbeat time.Duration

@@ -26,6 +26,8 @@ func ringSettings(c *Config) []settings.Setting {
 			settings.Bytes(&c.RingFloor)),
 		setting("topic-ring-bytes", "per-topic ring sizes, comma-separated topic=size pairs (orders=256MiB,audit=1MiB): instead of ring-bytes, or fixed shares of ring-budget",
 			settings.Map(&c.TopicRingBytes)),
+		setting("topic-snapshot-index", "per-topic key indexes for from=snapshot, comma-separated topic=size pairs (prices=64MiB): the latest record of every key, kept in memory up to the size, read from the topic's start at startup",
+			settings.Map(&c.TopicSnapshotIndex)),
 	}
 }
 
@@ -98,6 +100,9 @@ func (c Config) validateRings() error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", topicSetting, err)
 	}
+	if _, err := c.topicBytes(c.TopicSnapshotIndex); err != nil {
+		return fmt.Errorf("invalid setting topic-snapshot-index (SSEGATE_TOPIC_SNAPSHOT_INDEX): %w", err)
+	}
 	if c.RingBudget == 0 {
 		return nil
 	}
@@ -117,9 +122,13 @@ func (c Config) validateRings() error {
 }
 
 // topicRingBytes parses topic-ring-bytes: each topic served, each size at least 64KiB.
-func (c Config) topicRingBytes() (map[string]int64, error) {
-	out := make(map[string]int64, len(c.TopicRingBytes))
-	err := c.perTopic(c.TopicRingBytes, func(topic, v string) error {
+func (c Config) topicRingBytes() (map[string]int64, error) { return c.topicBytes(c.TopicRingBytes) }
+
+// topicBytes parses a per-topic byte size setting (topic-ring-bytes, topic-snapshot-index): each topic
+// served, each size at least 64KiB.
+func (c Config) topicBytes(m map[string]string) (map[string]int64, error) {
+	out := make(map[string]int64, len(m))
+	err := c.perTopic(m, func(topic, v string) error {
 		var n int64
 		if err := settings.Bytes(&n).Set(v); err != nil {
 			return fmt.Errorf("topic %s: %w", topic, err)
@@ -143,7 +152,8 @@ func (c Config) ringFeed(fc *feed.Config) error {
 	fc.RingBudget = c.RingBudget
 	fc.RingFloor = c.RingFloor
 	fc.TopicRingBytes = sizes
-	return nil
+	fc.KeyIndex, err = c.topicBytes(c.TopicSnapshotIndex)
+	return err
 }
 
 // sizeText writes a byte size the way the settings take it, in the largest binary unit that divides it.

@@ -77,14 +77,28 @@ func BenchmarkSnapshot(b *testing.B) {
 	topic := snapshotTopic(b, keys)
 	ring := startGateway(b, []string{topic}, func(c *Config) { c.Prefill = keys; c.RingBytes = 64 << 20 })
 	kafka := startGateway(b, []string{topic}, func(c *Config) { c.Prefill = 0 })
+	index := startGateway(b, []string{topic}, func(c *Config) {
+		c.Prefill = 0 // the key index reads the topic from its start all the same
+		c.TopicSnapshotIndex = map[string]string{topic: "64MiB"}
+	})
 	ring.waitReady(b)
 	kafka.waitReady(b)
+	index.waitReady(b)
 	time.Sleep(2 * time.Second) // the prefill is read
 	for _, bc := range []struct {
 		name  string
 		g     *gateway
 		storm int
-	}{{"ring", ring, 1}, {"kafka", kafka, 1}, {"kafka-storm-100", kafka, 100}, {"kafka-storm-1000", kafka, 1000}, {"ring-storm-1000", ring, 1000}} {
+	}{
+		{"ring", ring, 1},
+		{"kafka", kafka, 1},
+		{"kafka-storm-100", kafka, 100},
+		{"kafka-storm-1000", kafka, 1000},
+		{"ring-storm-1000", ring, 1000},
+		{"index", index, 1},
+		{"index-storm-100", index, 100},
+		{"index-storm-1000", index, 1000},
+	} {
 		b.Run(bc.name, func(b *testing.B) {
 			url := bc.g.url + "/streams/" + topic + "?from=snapshot&heartbeat=0"
 			reads := metricValue(b, bc.g, "ssegate_replay_reads_total")

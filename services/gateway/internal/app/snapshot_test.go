@@ -74,7 +74,9 @@ func readSnapshot(t *testing.T, ctx context.Context, u string, st *snapshotState
 
 // TestSnapshot: from=snapshot sends the latest value of each key (keys whose latest record is a tombstone
 // left out), then "event: live" at the cut, then every record; a client that drops during the snapshot and
-// resumes on another gateway with its id ends with the same state and gets "live" there.
+// resumes on another gateway with its id ends with the same state and gets "live" there. A gateway with a key
+// index (topic-snapshot-index) gives the same snapshot from it, reading the topic from its start at startup
+// whatever its prefill.
 func TestSnapshot(t *testing.T) {
 	topic := kafkatest.NewTopic(t, 3, nil)
 	cl := kafkatest.Client(t, kgo.DefaultProduceTopic(topic))
@@ -97,13 +99,19 @@ func TestSnapshot(t *testing.T) {
 	kafkatest.Produce(t, cl, recs...)
 	small := func(c *Config) { c.RingBytes = 64 << 10; c.Prefill = 0 }
 	g1, g2 := startGateway(t, []string{topic}, small), startGateway(t, []string{topic}, nil)
+	g3 := startGateway(t, []string{topic}, func(c *Config) {
+		small(c)
+		c.TopicSnapshotIndex = map[string]string{topic: "1MiB"}
+	})
 	g1.waitReady(t)
 	g2.waitReady(t)
+	g3.waitReady(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 
-	// Whole, from Kafka (g1 has no prefill) and from the ring (g2 read the topic at start).
-	for _, g := range []*gateway{g1, g2} {
+	// Whole, from Kafka (g1 has no prefill), from the ring (g2 read the topic at start) and from the key index
+	// (g3).
+	for _, g := range []*gateway{g1, g2, g3} {
 		st := &snapshotState{values: map[string]int{}}
 		readSnapshot(t, ctx, g.url+"/streams/"+topic+"?from=snapshot&heartbeat=0", st, -1, 0)
 		if fmt.Sprint(st.values) != fmt.Sprint(want) || st.frames != len(want) {
@@ -120,6 +128,16 @@ func TestSnapshot(t *testing.T) {
 		if total != int64(len(recs)) {
 			t.Errorf("the live frame's id %s covers %d records, want %d", st.live, total, len(recs))
 		}
+	}
+	sel := `topic="` + topic + `"`
+	if n, read := metricValue(t, g3, "ssegate_snapshots_total", `source="index"`), metricValue(t, g3, "ssegate_snapshots_total", `source="read"`); n != 1 || read != 0 {
+		t.Errorf("the indexed gateway built %v snapshots from its index and read %v, want 1 and 0", n, read)
+	}
+	if keys := metricValue(t, g3, "ssegate_snapshot_index_keys", sel); keys != float64(len(want)+6) {
+		t.Errorf("the key index holds %v keys, want %d (the deleted ones as tombstones)", keys, len(want)+6)
+	}
+	if n := metricValue(t, g1, "ssegate_snapshots_total", `source="index"`); n != 0 {
+		t.Errorf("a gateway without an index built %v snapshots from one", n)
 	}
 
 	// Dropped after 20 frames, resumed on the other gateway; then a live record.

@@ -46,6 +46,10 @@ type Config struct {
 	// that clients reconnecting right after a deploy are served from memory; the ring's byte bound still
 	// applies. Zero means none.
 	Prefill int64
+	// KeyIndex are the topics whose rings keep a key index (ring.EnableKeyIndex) for snapshots, with its
+	// bound in bytes. Such a topic is read from its log start at the first refresh, whatever Prefill says, so
+	// that the index holds every retained record. Default none.
+	KeyIndex map[string]int64
 	// Formats are the topics' formats, how values and keys are written into frames (see Format). A topic not
 	// in it, and every topic when it is nil, gets Plain(ValueAuto).
 	Formats map[string]*Format
@@ -146,6 +150,10 @@ func NewWith(cfg Config, kc Cluster) (*Feed, error) {
 			parts: make(map[int32]*partition), atEnd: map[int32]bool{},
 			cps: cfg.Checkpoints, compactMax: cmp.Or(cfg.CompactMax, position.MaxCompactLen), cpAfter: cmp.Or(cfg.CheckpointAfter, 32),
 			log: cfg.Logger,
+		}
+		if n := cfg.KeyIndex[name]; n > 0 {
+			r.EnableKeyIndex(int(n))
+			f.topics[name].fromStart = true
 		}
 		if bal != nil {
 			bal.rings = append(bal.rings, r)

@@ -139,8 +139,11 @@ func (t *Topic) assign(parts []int32, lso, starts map[int32]int64, first bool, p
 				continue // try again on the next refresh, still at the end
 			}
 			start := lo
-			if so, ok := starts[p]; ok && prefill > 0 {
+			if so, ok := starts[p]; ok && (prefill > 0 || t.fromStart) {
 				start = max(so, lo-prefill)
+				if t.fromStart {
+					start = so // a key index needs every retained record
+				}
 			}
 			ps.start, ps.ready = start, lo
 			if lo > 0 {
@@ -150,6 +153,10 @@ func (t *Topic) assign(parts []int32, lso, starts map[int32]int64, first bool, p
 				// Nothing to read back: the ring holds the partition from here on. (With records to read
 				// back, the first fetch tells whether reading really began at start.)
 				t.ring.SetLow(p, start)
+				if so, ok := starts[p]; ok && start <= so {
+					t.ring.IndexFrom(p, start) // empty, and read from its log start
+					ps.indexed = true
+				}
 				ps.seen = true
 			}
 			ps.next.Store(start)

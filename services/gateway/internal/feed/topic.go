@@ -36,12 +36,15 @@ type Topic struct {
 	exists bool           // partitions are assigned: streams can be served
 	absent bool           // the last metadata refresh found no such topic in Kafka
 	atEnd  map[int32]bool // partitions that existed at the feed's first refresh: they start at the end
-	parts  map[int32]*partition
-	latest position.Vector // where a from=latest stream started when the partitions were first assigned
-	pos    position.Vector
-	batch  ring.Batch
-	id     []byte
-	head   []byte // the v1 id of pos, for the ring's head, when frame ids are compact
+	// fromStart makes the partitions of the first refresh start at their log start rather than a prefill
+	// before the end: the topic's ring keeps a key index (Config.KeyIndex).
+	fromStart bool
+	parts     map[int32]*partition
+	latest    position.Vector // where a from=latest stream started when the partitions were first assigned
+	pos       position.Vector
+	batch     ring.Batch
+	id        []byte
+	head      []byte // the v1 id of pos, for the ring's head, when frame ids are compact
 
 	// Compact ids (nil cps: none). The newest acknowledged checkpoint is swapped in by the writer's callback;
 	// cpBusy says one is being written; cpErrLog rate-limits the log of failed writes (under mu).
@@ -64,6 +67,9 @@ type partition struct {
 	start int64 // offset reading began at; -1 when reading from the partition's start
 	ready int64 // offset up to which the partition must be read before the feed is ready; -1 for none
 	seen  bool  // a fetch covered an offset of this partition; owned by the fetch loop (under Topic.mu)
+	// indexed says the ring's key index was told where reading the partition began (IndexFrom); owned by the
+	// fetch loop (under Topic.mu).
+	indexed bool
 	// lowSeen is the highest low watermark a fetch reported; owned by the fetch loop (under Topic.mu).
 	lowSeen int64
 	// next is the offset after the last record or transaction marker read: the next offset to read. It starts
@@ -101,6 +107,12 @@ func (t *Topic) publish(fs []Fetched) {
 			// Offsets from next on were not read and are gone (a gap above the log start is compaction's, or
 			// aborted records': nothing to report).
 			t.gap(ps, fp.Partition, next, fp.LogStart)
+		}
+		if !ps.indexed && fp.LogStart >= 0 {
+			// Reading began at start (at the log start when start is -1): the key index holds the partition
+			// from there, or from the log start when retention moved past start before the first fetch.
+			ps.indexed = true
+			t.ring.IndexFrom(fp.Partition, max(ps.start, fp.LogStart))
 		}
 		if !ps.seen && fp.First >= 0 {
 			ps.seen = true

@@ -55,6 +55,7 @@ type Ring struct {
 	index     map[int32]*seqQueue // per partition, the sequence numbers of its frames in the ring, ascending
 	evicted   uint64              // frames evicted so far
 	published uint64              // frame bytes published so far
+	idx       *keyIndex           // nil without a key index (keyindex.go)
 }
 
 type entry struct {
@@ -147,6 +148,9 @@ func (r *Ring) Publish(b *Batch, id []byte) {
 			r.index[it.partition] = q
 		}
 		r.idxSlots += q.push(r.head)
+		if r.idx != nil {
+			r.idx.put(it.partition, it.offset, r.head, frame, key)
+		}
 		r.head++
 		r.bytes += end - start
 		r.published += uint64(end - start) //nolint:gosec // a frame's length is not negative
@@ -354,6 +358,9 @@ func (r *Ring) Trim(partition int32, offset int64) {
 	if low, ok := r.low[partition]; ok && offset > low {
 		r.low[partition] = offset
 	}
+	if r.idx != nil {
+		r.idx.trim(partition, offset)
+	}
 	r.mu.Unlock()
 }
 
@@ -363,6 +370,9 @@ func (r *Ring) Trim(partition int32, offset int64) {
 func (r *Ring) Forget(partition int32) {
 	r.mu.Lock()
 	delete(r.low, partition)
+	if r.idx != nil && r.idx.dropped == "" {
+		r.idx.forget(partition)
+	}
 	if q := r.index[partition]; q != nil {
 		r.idxSlots -= len(q.buf)
 		delete(r.index, partition)
@@ -478,6 +488,7 @@ type Frame struct {
 	Offset    int64
 	Key       []byte // the record's key; immutable
 	Bytes     []byte // the whole SSE frame, starting with its "id:" line; immutable
+	seq       uint64 // its sequence number (KeySnapshot sorts by it)
 }
 
 // ReadFrames is Read for callers that look at each frame (to skip some or rewrite ids): it appends frames

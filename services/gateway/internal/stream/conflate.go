@@ -103,19 +103,27 @@ func (c *conn) flushDue(now int64) {
 		return
 	}
 	for _, h := range cf.held {
-		if h.rest == nil || (cf.live && bytes.HasPrefix(h.rest, deleteTypeLine)) {
-			continue
-		}
-		cf.sent.Set(h.partition, h.offset)
-		c.idBuf, _ = cf.sent.AppendText(c.idBuf[:0])
-		c.buf = c.appendOut(c.buf, h.rest, h.partition, h.offset, h.key)
-		c.frames++
-		c.stats.Frames.Add(1)
+		c.sendHeld(h)
 	}
 	clear(cf.held)
 	cf.held = cf.held[:0]
 	clear(cf.byKey)
 	cf.bytes, cf.due = 0, 0
+}
+
+// sendHeld appends to c.buf a frame that was held (unless a later record of its key superseded it, or it is a
+// tombstone in a snapshot, whose client never had the key), with its id: the position sent so far with the
+// frame's own offset.
+func (c *conn) sendHeld(h heldFrame) {
+	cf := c.cf
+	if h.rest == nil || (cf.live && bytes.HasPrefix(h.rest, deleteTypeLine)) {
+		return
+	}
+	cf.sent.Set(h.partition, h.offset)
+	c.idBuf, _ = cf.sent.AppendText(c.idBuf[:0])
+	c.buf = c.appendOut(c.buf, h.rest, h.partition, h.offset, h.key)
+	c.frames++
+	c.stats.Frames.Add(1)
 }
 
 // clientPos is the position the client has: the stream's, less what a conflated stream holds unsent (the

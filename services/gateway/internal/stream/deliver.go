@@ -134,10 +134,8 @@ func (p *kept) keeps(key []byte, typ func() string, value func() []byte) bool {
 
 // deliverFrame is deliver without the write: it appends to c.buf what the client gets of f.
 func (c *conn) deliverFrame(f ring.Frame, p *kept) (synced bool) {
-	if c.keyParts != nil {
-		if _, ok := slices.BinarySearch(c.keyParts, f.Partition); !ok {
-			return false // not a partition of this stream: not even its position is tracked
-		}
+	if !c.ownPartition(f.Partition) {
+		return false // not a partition of this stream: not even its position is tracked
 	}
 	if have, ok := c.pos.Offset(f.Partition); ok && f.Offset <= have {
 		return false
@@ -155,8 +153,7 @@ func (c *conn) deliverFrame(f ring.Frame, p *kept) (synced bool) {
 			synced = v.Equal(c.pos)
 		}
 	}
-	if !feedResync(f, nl) && !p.keeps(f.Key, func() string { return frameType(f.Bytes[nl+1:]) },
-		func() []byte { return frameValue(f.Bytes[nl+1:], c.t.format().Value) }) {
+	if !c.keepsFrame(f, nl, p) {
 		return synced
 	}
 	if c.cf != nil {
@@ -171,6 +168,22 @@ func (c *conn) deliverFrame(f ring.Frame, p *kept) (synced bool) {
 	c.frames++
 	c.stats.Frames.Add(1)
 	return synced
+}
+
+// ownPartition says a partition is the stream's: every one, or for a key-filtered stream those its keys go to.
+func (c *conn) ownPartition(partition int32) bool {
+	if c.keyParts == nil {
+		return true
+	}
+	_, ok := slices.BinarySearch(c.keyParts, partition)
+	return ok
+}
+
+// keepsFrame says the stream's filters let a ring frame (whose id line ends at nl) through; a resync the
+// feed published always passes.
+func (c *conn) keepsFrame(f ring.Frame, nl int, p *kept) bool {
+	return feedResync(f, nl) || p.keeps(f.Key, func() string { return frameType(f.Bytes[nl+1:]) },
+		func() []byte { return frameValue(f.Bytes[nl+1:], c.t.format().Value) })
 }
 
 // appendOut appends to dst a record's frame as this stream sends it: the stream's position (c.idBuf) as its

@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -62,6 +63,12 @@ func (c *conn) snapshotTo(ctx context.Context, t *Topic, c0 uint64, head positio
 		return err
 	}
 	defer func() { <-c.s.snapshots }()
+	if !resuming {
+		if ok, err := c.snapshotFromIndex(t); ok || err != nil {
+			return err
+		}
+	}
+	c.stats.SnapshotsRead.Add(1)
 	if err := c.catchUp(ctx, t, &c.p, c0, head, resuming); err != nil {
 		return err
 	}
@@ -88,6 +95,49 @@ func (c *conn) snapshotTo(ctx context.Context, t *Topic, c0 uint64, head positio
 		c.cursor = next
 	}
 	return c.endSnapshot()
+}
+
+// snapshotFromIndex builds a fresh snapshot from the ring's key index when it has one that holds every
+// partition of the topic from its log start: each key's latest frame goes through the stream's filters into
+// its hold, as a catch-up's would, and the cut is the index's (a moment later than the stream joined the
+// ring, which is as exact). ok is false when the index cannot give it; the snapshot is then read from the
+// topic.
+func (c *conn) snapshotFromIndex(t *Topic) (ok bool, err error) {
+	var parts []int32
+	if t.Partitions != nil {
+		parts = t.Partitions()
+	}
+	frames, c1, id, err := t.Ring.KeySnapshot(nil, parts, c.idBuf[:0])
+	if err != nil {
+		return false, nil
+	}
+	c.idBuf = id
+	head, err := position.Parse(string(id))
+	if err != nil {
+		return false, nil // no head yet: nothing published
+	}
+	if c.keyParts != nil {
+		head = head.Restrict(c.keyParts)
+	}
+	c.stats.SnapshotsIndexed.Add(1)
+	// The index holds one frame per key, immutable: nothing to conflate or copy, each goes out as held frames
+	// do, in parts of about the stream's bound.
+	c.cf.sent = c.pos.Clone()
+	for _, f := range frames {
+		nl := bytes.IndexByte(f.Bytes, '\n')
+		if !c.ownPartition(f.Partition) || !c.keepsFrame(f, nl, &c.p) {
+			continue
+		}
+		c.sendHeld(heldFrame{partition: f.Partition, offset: f.Offset, key: f.Key, rest: f.Bytes[nl+1:]})
+		if len(c.buf) > c.cf.maxBytes {
+			if err := c.flushBuf(); err != nil {
+				return true, err
+			}
+		}
+	}
+	// The cut: the index's position, which covers the records it holds and those they superseded.
+	c.pos, c.cursor = head, c1
+	return true, c.endSnapshot()
 }
 
 // endSnapshot sends what the snapshot holds, then the live frame at the cut, and makes the stream an

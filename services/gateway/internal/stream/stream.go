@@ -91,6 +91,9 @@ type Stats struct {
 
 	TokenNotices  atomic.Int64 // token-expiring frames written (see Params.ExpiryNotice)
 	SlowConflated atomic.Int64 // streams that fell behind the ring and went on conflated (Topic.SlowConflate)
+
+	SnapshotsIndexed atomic.Int64 // snapshots copied from the ring's key index
+	SnapshotsRead    atomic.Int64 // snapshots read from the topic (ring, replay cache, Kafka), and resumed ones
 }
 
 // Server serves SSE streams from rings.
