@@ -3,11 +3,7 @@ package app
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"math/rand/v2"
-	"net/http"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +11,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/ssegate/ssegate/pkg/kafkatest"
-	"github.com/ssegate/ssegate/pkg/position"
 	"github.com/ssegate/ssegate/pkg/sse"
 )
 
@@ -65,64 +60,22 @@ func TestConflateResume(t *testing.T) {
 	}
 
 	<-half
-	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
 	got := map[string]int{}
 	frames := 0
-	id := ""
-	var last position.Vector
-	done := false
-	for session := 0; !done; session++ {
-		if ctx.Err() != nil {
-			t.Fatalf("after %d sessions, values %v, want %v", session, got, final)
+	randomSessions(t, ctx, gws, "/streams/"+topic+"?conflate=100ms&heartbeat=0&from=earliest", func(session int, from string, ev sse.Event) {
+		if ev.Type != "message" {
+			t.Fatalf("session %d: %+v", session, ev)
 		}
-		g := gws[session%2]
-		u := g.url + "/streams/" + topic + "?conflate=100ms&heartbeat=0&from=earliest"
-		if id != "" {
-			u += "&last_event_id=" + url.QueryEscape(id)
+		var r keyed
+		if err := json.Unmarshal([]byte(ev.Data), &r); err != nil {
+			t.Fatalf("session %d: %q: %v", session, ev.Data, err)
 		}
-		sctx, scancel := context.WithTimeout(ctx, time.Duration(150+rng.IntN(400))*time.Millisecond)
-		req, _ := http.NewRequestWithContext(sctx, http.MethodGet, u, nil)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			scancel()
-			if errors.Is(err, context.DeadlineExceeded) {
-				continue
-			}
-			t.Fatal(err)
+		if have, ok := got[r.K]; ok && r.V <= have {
+			t.Fatalf("session %d on gateway %d: key %s value %d after %d (from id %q)", session, session%2, r.K, r.V, have, from)
 		}
-		p := sse.NewParser(resp.Body)
-		for {
-			ev, err := p.Next()
-			if err != nil {
-				break // dropped (the session's time is up)
-			}
-			if ev.Type != "message" {
-				t.Fatalf("session %d: %+v", session, ev)
-			}
-			var r keyed
-			if err := json.Unmarshal([]byte(ev.Data), &r); err != nil {
-				t.Fatalf("session %d: %q: %v", session, ev.Data, err)
-			}
-			if have, ok := got[r.K]; ok && r.V <= have {
-				t.Fatalf("session %d on gateway %d: key %s value %d after %d (from id %q)", session, session%2, r.K, r.V, have, id)
-			}
-			got[r.K] = r.V
-			frames++
-			pos, err := position.Parse(ev.ID)
-			if err != nil {
-				t.Fatalf("id %q: %v", ev.ID, err)
-			}
-			for i := range last.Len() {
-				e := last.At(i)
-				if now, ok := pos.Offset(e.Partition); !ok || now < e.Offset {
-					t.Fatalf("id %s after %s: partition %d went back", ev.ID, id, e.Partition)
-				}
-			}
-			last, id = pos, ev.ID
-		}
-		_ = resp.Body.Close()
-		scancel()
-		time.Sleep(time.Duration(rng.IntN(300)) * time.Millisecond) // away a while: sometimes past the ring
+		got[r.K] = r.V
+		frames++
+	}, func() bool {
 		select {
 		case err := <-produced:
 			if err != nil {
@@ -131,8 +84,8 @@ func TestConflateResume(t *testing.T) {
 			produced = nil
 		default:
 		}
-		done = produced == nil && fmt.Sprint(got) == fmt.Sprint(final)
-	}
+		return produced == nil && fmt.Sprint(got) == fmt.Sprint(final)
+	})
 	if frames >= keys*perKey {
 		t.Errorf("%d frames for %d records: nothing was conflated", frames, keys*perKey)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ssegate/ssegate/pkg/kafkatest"
 	"github.com/ssegate/ssegate/pkg/position"
+	"github.com/ssegate/ssegate/pkg/sse"
 )
 
 // order is a record value of the filter tests.
@@ -229,4 +230,84 @@ func TestFields(t *testing.T) {
 			t.Errorf("fields=%.20q: %d %s, want a 400 naming the parameter", bad, code, body)
 		}
 	}
+}
+
+// TestFilterResumeRandomized: a client of a filtered stream that drops at random moments and resumes each time
+// on the other gateway (from the ring, or from Kafka when the ring no longer holds its position), while
+// records keep coming, gets every record the filter matches exactly once, in order per key, and none it does
+// not match.
+func TestFilterResumeRandomized(t *testing.T) {
+	topic := kafkatest.NewTopic(t, 3, nil)
+	small := func(c *Config) { c.RingBytes = 64 << 10 } // about 400 of the 800 frames: early resumes read from Kafka
+	gws := []*gateway{startGateway(t, []string{topic}, small), startGateway(t, []string{topic}, small)}
+	for _, g := range gws {
+		g.waitReady(t)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	const n, keys = 800, 8
+	type rec struct {
+		K      string `json:"k"`
+		N      int    `json:"n"`
+		Amount int    `json:"amount"`
+		Pad    string `json:"pad"`
+	}
+	matches := func(i int) bool { return i%10 >= 7 } // amount = i % 10; the filter is amount >= 7
+	want := 0
+	for i := range n {
+		if matches(i) {
+			want++
+		}
+	}
+	produced := make(chan error, 1)
+	half := make(chan struct{})
+	go func() {
+		cl := kafkatest.Client(t, kgo.DefaultProduceTopic(topic))
+		for i := range n {
+			r := rec{K: fmt.Sprintf("k%d", i%keys), N: i, Amount: i % 10, Pad: strings.Repeat("x", 100)}
+			b, _ := json.Marshal(r)
+			if err := cl.ProduceSync(ctx, &kgo.Record{Key: []byte(r.K), Value: b}).FirstErr(); err != nil {
+				produced <- err
+				return
+			}
+			if i%5 == 4 {
+				time.Sleep(25 * time.Millisecond) // about 4 s in all: the client drops many times meanwhile
+			}
+			if i == n/2 {
+				close(half)
+			}
+		}
+		produced <- nil
+	}()
+	<-half
+	got := map[int]bool{}
+	lastOf := map[string]int{}
+	filter := url.QueryEscape("value.amount >= 7")
+	sessions := randomSessions(t, ctx, gws, "/streams/"+topic+"?filter="+filter+"&heartbeat=0&from=earliest", func(session int, from string, ev sse.Event) {
+		var r rec
+		if err := json.Unmarshal([]byte(ev.Data), &r); err != nil {
+			t.Fatalf("session %d: %+v: %v", session, ev, err)
+		}
+		if !matches(r.N) || got[r.N] {
+			t.Fatalf("session %d on gateway %d: record %d (matches %v, had it %v), resumed from %q", session, session%2, r.N, matches(r.N), got[r.N], from)
+		}
+		if last, ok := lastOf[r.K]; ok && r.N < last {
+			t.Fatalf("session %d: key %s record %d after %d", session, r.K, r.N, last)
+		}
+		got[r.N], lastOf[r.K] = true, r.N
+	}, func() bool {
+		select {
+		case err := <-produced:
+			if err != nil {
+				t.Fatal(err)
+			}
+			produced = nil
+		default:
+		}
+		return produced == nil && len(got) == want
+	})
+	if resumes(t, gws[0], topic, "kafka")+resumes(t, gws[1], topic, "kafka") == 0 {
+		t.Error("no resume read from Kafka: the test does not test filtered catch-ups")
+	}
+	t.Logf("%d records matched, over %d sessions", want, sessions)
 }
