@@ -27,10 +27,7 @@ type keyed struct {
 func TestConflateResume(t *testing.T) {
 	topic := kafkatest.NewTopic(t, 3, nil)
 	small := func(c *Config) { c.RingBytes = 64 << 10 } // about 400 of the 800 frames: early resumes read from Kafka
-	gws := []*gateway{startGateway(t, []string{topic}, small), startGateway(t, []string{topic}, small)}
-	for _, g := range gws {
-		g.waitReady(t)
-	}
+	gws := readyGateways(t, topic, small, small)
 	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 	defer cancel()
 	const keys, perKey = 20, 40
@@ -75,17 +72,7 @@ func TestConflateResume(t *testing.T) {
 		}
 		got[r.K] = r.V
 		frames++
-	}, func() bool {
-		select {
-		case err := <-produced:
-			if err != nil {
-				t.Fatal(err)
-			}
-			produced = nil
-		default:
-		}
-		return produced == nil && fmt.Sprint(got) == fmt.Sprint(final)
-	})
+	}, afterProducing(t, produced, func() bool { return fmt.Sprint(got) == fmt.Sprint(final) }))
 	if frames >= keys*perKey {
 		t.Errorf("%d frames for %d records: nothing was conflated", frames, keys*perKey)
 	}

@@ -239,10 +239,7 @@ func TestFields(t *testing.T) {
 func TestFilterResumeRandomized(t *testing.T) {
 	topic := kafkatest.NewTopic(t, 3, nil)
 	small := func(c *Config) { c.RingBytes = 64 << 10 } // about 400 of the 800 frames: early resumes read from Kafka
-	gws := []*gateway{startGateway(t, []string{topic}, small), startGateway(t, []string{topic}, small)}
-	for _, g := range gws {
-		g.waitReady(t)
-	}
+	gws := readyGateways(t, topic, small, small)
 	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 	defer cancel()
 	const n, keys = 800, 8
@@ -295,17 +292,7 @@ func TestFilterResumeRandomized(t *testing.T) {
 			t.Fatalf("session %d: key %s record %d after %d", session, r.K, r.N, last)
 		}
 		got[r.N], lastOf[r.K] = true, r.N
-	}, func() bool {
-		select {
-		case err := <-produced:
-			if err != nil {
-				t.Fatal(err)
-			}
-			produced = nil
-		default:
-		}
-		return produced == nil && len(got) == want
-	})
+	}, afterProducing(t, produced, func() bool { return len(got) == want }))
 	if resumes(t, gws[0], topic, "kafka")+resumes(t, gws[1], topic, "kafka") == 0 {
 		t.Error("no resume read from Kafka: the test does not test filtered catch-ups")
 	}

@@ -67,3 +67,35 @@ func randomSessions(t *testing.T, ctx context.Context, gws []*gateway, path stri
 		}
 	}
 }
+
+// afterProducing is a finished function for randomSessions: true once the producer said on produced that it
+// ended (failing t on its error) and done holds.
+func afterProducing(t *testing.T, produced <-chan error, done func() bool) func() bool {
+	ended := false
+	return func() bool {
+		if !ended {
+			select {
+			case err := <-produced:
+				if err != nil {
+					t.Fatal(err)
+				}
+				ended = true
+			default:
+			}
+		}
+		return ended && done()
+	}
+}
+
+// readyGateways starts a gateway of topic for each mutate (nil: the defaults) and waits until each is ready.
+func readyGateways(t *testing.T, topic string, mutates ...func(*Config)) []*gateway {
+	t.Helper()
+	gws := make([]*gateway, len(mutates))
+	for i, m := range mutates {
+		gws[i] = startGateway(t, []string{topic}, m)
+	}
+	for _, g := range gws {
+		g.waitReady(t)
+	}
+	return gws
+}

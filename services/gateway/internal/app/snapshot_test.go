@@ -160,3 +160,67 @@ func TestSnapshot(t *testing.T) {
 		t.Fatalf("resumed snapshot, then live: %v (live %q)\nwant %v", st.values, st.live, want)
 	}
 }
+
+// TestSnapshotResumeRandomized: a client of a from=snapshot stream that drops at random moments and resumes
+// each time on another of three gateways (one serving snapshots from its key index, one from its ring, one with
+// a small ring whose resumes read Kafka), while keys keep changing and one is deleted and written again, gets
+// each key's values in the order written, never one twice, a live event after each (re)snapshot, and in the
+// end the topic's state.
+func TestSnapshotResumeRandomized(t *testing.T) {
+	topic := kafkatest.NewTopic(t, 3, nil)
+	gws := readyGateways(t, topic,
+		func(c *Config) { c.TopicSnapshotIndex = map[string]string{topic: "1MiB"} }, nil, func(c *Config) { c.RingBytes = 64 << 10 })
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	const keys, perKey = 20, 40
+	final := map[string]int{}
+	for k := range keys {
+		final[fmt.Sprintf("k%02d", k)] = perKey - 1
+	}
+	produced := make(chan error, 1)
+	go func() {
+		cl := kafkatest.Client(t, kgo.DefaultProduceTopic(topic))
+		for v := range perKey {
+			for k := range keys {
+				key := fmt.Sprintf("k%02d", k)
+				b, _ := json.Marshal(keyed{key, v, ""})
+				rec := &kgo.Record{Key: []byte(key), Value: b}
+				if k == 0 && v == perKey/2 {
+					rec.Value = nil // k00 deleted half way, then written again
+				}
+				if err := cl.ProduceSync(ctx, rec).FirstErr(); err != nil {
+					produced <- err
+					return
+				}
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		produced <- nil
+	}()
+	got := map[string]int{}
+	highest := map[string]int{} // the highest value each key ever had here, deletions aside
+	lives := 0
+	sessions := randomSessions(t, ctx, gws, "/streams/"+topic+"?from=snapshot&heartbeat=0", func(session int, from string, ev sse.Event) {
+		switch ev.Type {
+		case "live":
+			lives++
+		case "delete":
+			delete(got, ev.Data)
+		case "message":
+			var r keyed
+			if err := json.Unmarshal([]byte(ev.Data), &r); err != nil {
+				t.Fatalf("session %d: %q: %v", session, ev.Data, err)
+			}
+			if h, ok := highest[r.K]; ok && r.V <= h {
+				t.Fatalf("session %d on gateway %d: key %s value %d after %d (from id %q)", session, session%3, r.K, r.V, h, from)
+			}
+			got[r.K], highest[r.K] = r.V, r.V
+		default:
+			t.Fatalf("session %d: %+v", session, ev)
+		}
+	}, afterProducing(t, produced, func() bool { return fmt.Sprint(got) == fmt.Sprint(final) }))
+	if lives == 0 || metricValue(t, gws[0], "ssegate_snapshots_total", `source="index"`) == 0 {
+		t.Errorf("%d live events, %v snapshots from the index: the test did not test them", lives, metricValue(t, gws[0], "ssegate_snapshots_total", `source="index"`))
+	}
+	t.Logf("%d sessions, %d live events", sessions, lives)
+}

@@ -98,8 +98,8 @@ func (c *conn) snapshotTo(ctx context.Context, t *Topic, c0 uint64, head positio
 }
 
 // snapshotFromIndex builds a fresh snapshot from the ring's key index when it has one that holds every
-// partition of the topic from its log start: each key's latest frame goes through the stream's filters into
-// its hold, as a catch-up's would, and the cut is the index's (a moment later than the stream joined the
+// partition of the topic from its log start: each key's latest frame that the stream's filters pass goes out
+// as a held frame does (sendHeld), and the cut is the index's (a moment later than the stream joined the
 // ring, which is as exact). ok is false when the index cannot give it; the snapshot is then read from the
 // topic.
 func (c *conn) snapshotFromIndex(t *Topic) (ok bool, err error) {
