@@ -14,6 +14,14 @@ import (
 // A topic with nothing seen yet has no entries ("payments~"); a topic the stream has not placed yet (its start
 // not known when the client dropped) is absent. Topic names are Kafka's ([A-Za-z0-9._-]), so neither "~" nor
 // "," can occur in them.
+//
+// The compact form starts "v2:" and has at least one topic whose part is a one-topic compact id (a checkpoint
+// and the partitions moved since, see Compact): its entries are ":" and what follows "v2:" in that id. Other
+// topics keep their v1 entries:
+//
+//	v2:payments~0-17,orders~:AQIDBAUGBwgJ
+//
+// A compact id's characters (URL-safe base64) include neither "~" nor ",".
 
 // Topic separators of a several-topic id.
 const (
@@ -25,15 +33,20 @@ const (
 // twice, names after the first not ascending. A topic's entries that are malformed report Parse's errors.
 var ErrTopics = errors.New("position: malformed topic list")
 
-// IsTopics says id is a several-topic id (it is only checked by ParseTopics).
+// IsTopics says id is a several-topic id, in either form (it is only checked by ParseTopics).
 func IsTopics(id string) bool {
-	return strings.HasPrefix(id, Prefix) && strings.IndexByte(id, topicSep) >= 0
+	return (strings.HasPrefix(id, Prefix) || strings.HasPrefix(id, PrefixCompact)) && strings.IndexByte(id, topicSep) >= 0
 }
 
-// TopicPosition is one topic's part of a several-topic id.
+// compactMark starts the entries of a topic whose part is compact, in a several-topic id's compact form.
+const compactMark = ':'
+
+// TopicPosition is one topic's part of a several-topic id: its position, or, when the id gives it compact,
+// that part as a one-topic compact id (Compact, "v2:..."; Pos is then empty), which only a resolver reads.
 type TopicPosition struct {
-	Topic string
-	Pos   Vector
+	Topic   string
+	Pos     Vector
+	Compact string
 }
 
 // ParseTopics decodes a several-topic id, in the order the id has them. Each topic's entries follow Parse's
@@ -43,10 +56,12 @@ func ParseTopics(id string) ([]TopicPosition, error) {
 	if len(id) > MaxLen {
 		return nil, syntaxError(id, MaxLen, ErrTooLong)
 	}
-	if !strings.HasPrefix(id, Prefix) {
+	compactForm := strings.HasPrefix(id, PrefixCompact)
+	if !compactForm && !strings.HasPrefix(id, Prefix) {
 		return nil, syntaxError(id, 0, ErrVersion)
 	}
 	var out []TopicPosition
+	compacts := 0
 	at := len(Prefix)
 	for rest := id[at:]; ; {
 		group, more, found := strings.Cut(rest, string(groupSep))
@@ -57,7 +72,7 @@ func ParseTopics(id string) ([]TopicPosition, error) {
 		if n := len(out); n > 1 && out[n-1].Topic >= name || n > 0 && out[0].Topic == name {
 			return nil, syntaxError(id, at, ErrTopics)
 		}
-		v, err := parse(Prefix + entries)
+		tp, err := parseGroup(name, entries, compactForm)
 		if err != nil {
 			var se *SyntaxError
 			if errors.As(err, &se) {
@@ -65,8 +80,14 @@ func ParseTopics(id string) ([]TopicPosition, error) {
 			}
 			return nil, err
 		}
-		out = append(out, TopicPosition{Topic: name, Pos: v})
+		if tp.Compact != "" {
+			compacts++
+		}
+		out = append(out, tp)
 		if !found {
+			if compactForm && compacts == 0 {
+				return nil, syntaxError(id, 0, ErrTopics) // the compact form has a compact part
+			}
 			return out, nil
 		}
 		at += len(group) + 1
@@ -74,11 +95,36 @@ func ParseTopics(id string) ([]TopicPosition, error) {
 	}
 }
 
-// AppendTopics appends the several-topic id of topics (ascending by name, each once) whose entries are the
-// one-topic ids in ids, each with or without its "v1:" prefix; a nil id leaves its topic out. Topic first
-// (an index of topics) comes first; -1 keeps name order.
+// parseGroup reads one topic's entries: v1 entries, or in the compact form a compact part (compactMark, then
+// what follows "v2:" in a one-topic compact id). Offsets of its errors count from a "v1:" before entries.
+func parseGroup(name, entries string, compactForm bool) (TopicPosition, error) {
+	if !strings.HasPrefix(entries, string(compactMark)) {
+		v, err := parse(Prefix + entries)
+		return TopicPosition{Topic: name, Pos: v}, err
+	}
+	if !compactForm {
+		return TopicPosition{}, syntaxError(Prefix+entries, len(Prefix), ErrTopics)
+	}
+	c := PrefixCompact + entries[1:]
+	if _, err := ParseCompact(c); err != nil {
+		return TopicPosition{}, syntaxError(Prefix+entries, len(Prefix), ErrSyntax)
+	}
+	return TopicPosition{Topic: name, Compact: c}, nil
+}
+
+// AppendTopics appends the several-topic id of topics (ascending by name, each once) whose parts are the
+// one-topic ids in ids: v1 ids, with or without their "v1:" prefix, or compact ones ("v2:..."), which make the
+// id compact; a nil id leaves its topic out. Topic first (an index of topics) comes first; -1 keeps name
+// order.
 func AppendTopics(dst []byte, topics []string, ids [][]byte, first int) []byte {
-	dst = append(dst, Prefix...)
+	prefix := Prefix
+	for _, id := range ids {
+		if isCompactBytes(id) {
+			prefix = PrefixCompact
+			break
+		}
+	}
+	dst = append(dst, prefix...)
 	sep := false
 	group := func(i int) {
 		if ids[i] == nil {
@@ -91,7 +137,11 @@ func AppendTopics(dst []byte, topics []string, ids [][]byte, first int) []byte {
 		dst = append(dst, topics[i]...)
 		dst = append(dst, topicSep)
 		id := ids[i]
-		if len(id) >= len(Prefix) && string(id[:len(Prefix)]) == Prefix {
+		switch {
+		case isCompactBytes(id):
+			dst = append(dst, compactMark)
+			id = id[len(PrefixCompact):]
+		case len(id) >= len(Prefix) && string(id[:len(Prefix)]) == Prefix:
 			id = id[len(Prefix):]
 		}
 		dst = append(dst, id...)
@@ -105,6 +155,10 @@ func AppendTopics(dst []byte, topics []string, ids [][]byte, first int) []byte {
 		}
 	}
 	return dst
+}
+
+func isCompactBytes(id []byte) bool {
+	return len(id) >= len(PrefixCompact) && string(id[:len(PrefixCompact)]) == PrefixCompact
 }
 
 // validTopic says name is a valid Kafka topic name: 1 to 249 of [A-Za-z0-9._-], not "." or "..".

@@ -3,6 +3,7 @@ package position
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -12,11 +13,14 @@ func TestParseTopics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := fmt.Sprint(tps); got != "[{orders v1:0-5812.1-5790} {pay.ments_2 v1:} {x-y v1:3-0}]" {
+	if got := fmt.Sprint(tps); got != "[{orders v1:0-5812.1-5790 } {pay.ments_2 v1: } {x-y v1:3-0 }]" {
 		t.Errorf("ParseTopics = %s", got)
 	}
 	for id, want := range map[string]error{
-		"v2:a~0-1":                             ErrVersion,
+		"v3:a~0-1":                             ErrVersion,
+		"v2:a~0-1":                             ErrTopics, // the compact form has a compact part
+		"v1:a~:AQID":                           ErrTopics, // and only it has one
+		"v2:a~:!!":                             ErrSyntax,
 		"v1:~0-1":                              ErrTopics,
 		"v1:a~0-1,":                            ErrTopics,
 		"v1:c~0-1,b~0-1,a~0-1":                 ErrTopics,
@@ -57,4 +61,60 @@ func TestAppendTopicsRoundTrip(t *testing.T) {
 	if err != nil || len(tps) != 2 || tps[0].Pos.String() != "v1:0-1.2-3" || tps[1].Topic != "c" || tps[1].Pos.Len() != 0 {
 		t.Errorf("ParseTopics(%q) = %v, %v", id, tps, err)
 	}
+}
+
+// TestTopicsCompact: a several-topic id with compact parts (the "v2:" form) round-trips: each compact part is
+// the one-topic compact id it was made of, the others their v1 positions.
+func TestTopicsCompact(t *testing.T) {
+	compact, ok := AppendCompact(nil, Ref{Partition: 0, Offset: 4321}, MustParse("v1:0-100.1-200"), MustParse("v1:0-103.1-200"), MaxCompactLen)
+	if !ok {
+		t.Fatal("no compact id")
+	}
+	names := []string{"a", "b", "c"}
+	ids := [][]byte{[]byte("v1:0-7"), compact, nil}
+	id := string(AppendTopics(nil, names, ids, 1))
+	if want := "v2:b~:" + string(compact[len(PrefixCompact):]) + ",a~0-7"; id != want || !IsTopics(id) || IsTopics(string(compact)) {
+		t.Fatalf("AppendTopics = %q, want %q", id, want)
+	}
+	tps, err := ParseTopics(id)
+	if err != nil || len(tps) != 2 || tps[0].Topic != "b" || tps[0].Compact != string(compact) || tps[0].Pos.Len() != 0 ||
+		tps[1].Compact != "" || tps[1].Pos.String() != "v1:0-7" {
+		t.Fatalf("ParseTopics(%q) = %+v, %v", id, tps, err)
+	}
+	// Without compact parts the id stays v1.
+	if id := string(AppendTopics(nil, names, [][]byte{[]byte("v1:0-7"), nil, []byte("v1:")}, -1)); id != "v1:a~0-7,c~" {
+		t.Fatalf("AppendTopics of v1 parts = %q", id)
+	}
+}
+
+// FuzzParseTopics: any several-topic id is read without panicking, and one that is accepted is written back
+// byte for byte by AppendTopics (the canonical form is the only accepted form, compact parts included).
+func FuzzParseTopics(f *testing.F) {
+	compact, _ := AppendCompact(nil, Ref{Partition: 1, Offset: 9}, MustParse("v1:0-1"), MustParse("v1:0-5"), MaxCompactLen)
+	for _, s := range []string{"v1:a~0-1,b~", "v1:b~0-1,a~2-3,c~", "v2:a~:" + string(compact[3:]) + ",b~0-1", "v2:a~0-1", "v1:a~:x", "v2:~"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, id string) {
+		tps, err := ParseTopics(id)
+		if err != nil {
+			return
+		}
+		names := make([]string, len(tps))
+		for i, tp := range tps {
+			names[i] = tp.Topic
+		}
+		slices.Sort(names)
+		ids := make([][]byte, len(names))
+		for _, tp := range tps {
+			i := slices.Index(names, tp.Topic)
+			if tp.Compact != "" {
+				ids[i] = []byte(tp.Compact)
+			} else {
+				ids[i] = []byte(tp.Pos.String())
+			}
+		}
+		if back := string(AppendTopics(nil, names, ids, slices.Index(names, tps[0].Topic))); back != id {
+			t.Fatalf("ParseTopics(%q) then AppendTopics = %q", id, back)
+		}
+	})
 }

@@ -46,6 +46,22 @@ func decodeID(args []string, getenv func(string) string, out, errOut io.Writer) 
 	}
 	args = ids
 	var res *checkpoint.Resolver
+	var closeLog func()
+	defer func() {
+		if closeLog != nil {
+			closeLog()
+		}
+	}()
+	// compact resolves a compact id (a stream's, or a topic's part of one), reading its checkpoint from Kafka.
+	compact := func(id string) (position.Vector, error) {
+		if res == nil {
+			var err error
+			if res, closeLog, err = newResolver(kc, ptopic); err != nil {
+				return position.Vector{}, err
+			}
+		}
+		return resolve(res, id, errOut)
+	}
 	status := 0
 	for _, id := range args {
 		var b []byte
@@ -58,16 +74,13 @@ func decodeID(args []string, getenv func(string) string, out, errOut io.Writer) 
 		switch {
 		case position.IsTopics(id):
 			tps, err = position.ParseTopics(id)
-		case position.IsCompact(id):
-			if res == nil {
-				var closeLog func()
-				if res, closeLog, err = newResolver(kc, ptopic); err != nil {
-					_, _ = fmt.Fprintf(errOut, "decode-id: %v\n", err)
-					return 2
+			for i := range tps {
+				if err == nil && tps[i].Compact != "" {
+					tps[i].Pos, err = compact(tps[i].Compact)
 				}
-				defer closeLog()
 			}
-			v, err = resolve(res, id, errOut)
+		case position.IsCompact(id):
+			v, err = compact(id)
 		default:
 			v, err = position.Parse(id)
 		}

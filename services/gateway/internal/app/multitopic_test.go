@@ -18,6 +18,7 @@ import (
 
 	"github.com/ssegate/ssegate/pkg/kafkatest"
 	"github.com/ssegate/ssegate/pkg/position"
+	"github.com/ssegate/ssegate/services/gateway/internal/checkpoint"
 	"github.com/ssegate/ssegate/services/gateway/internal/stream"
 )
 
@@ -390,4 +391,107 @@ func TestTopicsPerTopicScope(t *testing.T) {
 	if !slices.Equal(got[ta], want[ta]) || !slices.Equal(got[tb], want[tb]) {
 		t.Errorf("got %v, want %v", got, want)
 	}
+}
+
+// topicsAsV1 returns a several-topic id with its compact parts resolved through r: the v1 id of the same
+// position, which the test's checks read.
+func topicsAsV1(t *testing.T, r *checkpoint.Resolver, id string) string {
+	t.Helper()
+	tps, err := position.ParseTopics(id)
+	if err != nil {
+		t.Fatalf("id %q: %v", id, err)
+	}
+	names := make([]string, len(tps))
+	for i, tp := range tps {
+		names[i] = tp.Topic
+	}
+	slices.Sort(names)
+	ids := make([][]byte, len(names))
+	for _, tp := range tps {
+		v := tp.Pos
+		if tp.Compact != "" {
+			if v, err = r.Resolve(t.Context(), tp.Compact, tp.Topic, [16]byte{}); err != nil {
+				t.Fatalf("id %q: resolving %s's part: %v", id, tp.Topic, err)
+			}
+		}
+		ids[slices.Index(names, tp.Topic)] = []byte(v.String())
+	}
+	return string(position.AppendTopics(nil, names, ids, slices.Index(names, tps[0].Topic)))
+}
+
+// TestTopicsCompactIDs: with id-format v2, a stream of several topics says a topic's part compact when that
+// topic is level with its ring (the id is then "v2:", the part "~:" and the ring's compact id); every id
+// resolves to the exact position, and a compact one resumes the stream exactly on another gateway.
+func TestTopicsCompactIDs(t *testing.T) {
+	const parts = 16
+	ta, tb, pt := kafkatest.NewTopic(t, parts, nil), kafkatest.NewTopic(t, 1, nil), kafkatest.NewTopic(t, 1, nil)
+	a := startGateway(t, []string{ta, tb}, func(c *Config) { c.IDFormat, c.PositionTopic = "v2", pt })
+	b := startGateway(t, []string{ta, tb}, func(c *Config) { c.PositionTopic = pt })
+	a.waitReady(t)
+	b.waitReady(t)
+	res := testResolver(t, pt)
+	cl := kafkatest.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	s := openTopics(t, ctx, a.url+"/streams/"+ta+","+tb, nil)
+	defer s.stop()
+	opening := s.next(t)
+	const n = 300
+	go func() {
+		for i := range n {
+			rec := &kgo.Record{Topic: ta, Partition: int32(i % parts), Value: fmt.Appendf(nil, "a %d", i)}
+			if i%4 == 3 {
+				rec = &kgo.Record{Topic: tb, Value: fmt.Appendf(nil, "b %d", i)}
+			}
+			if err := cl.ProduceSync(ctx, rec).FirstErr(); err != nil {
+				t.Errorf("produce: %v", err)
+				return
+			}
+			if i%5 == 4 {
+				time.Sleep(10 * time.Millisecond) // a trickle: checkpoints are acknowledged meanwhile
+			}
+		}
+	}()
+	newTrack := func(id string) *topicTrack {
+		tr := &topicTrack{pos: map[string]position.Vector{}, records: map[string]map[int32]map[int64]*kgo.Record{}, topics: 2}
+		tps, err := position.ParseTopics(topicsAsV1(t, res, id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tp := range tps {
+			tr.pos[tp.Topic] = tp.Pos
+		}
+		return tr
+	}
+	tr := newTrack(opening.id)
+	var evs []rawEvent
+	compact, idBytes := 0, 0
+	for len(evs) < n {
+		ev := s.next(t)
+		if strings.HasPrefix(ev.id, position.PrefixCompact) {
+			compact++
+		}
+		idBytes += len(ev.id)
+		evs = append(evs, ev)
+		tr.check(t, rawEvent{id: topicsAsV1(t, res, ev.id), topic: ev.topic, data: ev.data})
+	}
+	if compact < n/2 {
+		t.Fatalf("%d of %d ids compact, want most", compact, n)
+	}
+	// Resume on the other gateway from a compact id in the middle: the rest comes exactly.
+	k := n / 2
+	for !strings.HasPrefix(evs[k].id, position.PrefixCompact) {
+		k++
+	}
+	r := openTopics(t, ctx, b.url+"/streams/"+ta+","+tb+"?last_event_id="+url.QueryEscape(evs[k].id), nil)
+	defer r.stop()
+	tr = newTrack(evs[k].id)
+	for tr.seen < n-k-1 {
+		ev := r.next(t)
+		if ev.data == "" {
+			continue // the opening block
+		}
+		tr.check(t, rawEvent{id: topicsAsV1(t, res, ev.id), topic: ev.topic, data: ev.data})
+	}
+	t.Logf("%d of %d ids compact, %.1f bytes per id; resumed from the %dth", compact, n, float64(idBytes)/n, k)
 }

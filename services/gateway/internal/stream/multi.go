@@ -2,6 +2,7 @@ package stream
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"net/http"
@@ -24,8 +25,9 @@ import (
 // The opening block, keep-alives, the retry line and the token's frames are the stream's: the mux sends each
 // once.
 //
-// A topic's stream writes v1 ids frame by frame (conn.muxed takes the slow path), so the mux only copies
-// them. Each topic's stream runs on a goroutine of its own: a stream of several topics is never parked in
+// A topic's stream writes its ids frame by frame (conn.muxed takes the slow path): v1, or the ring's compact
+// id when it is level with the ring, which makes the stream's id compact (position.AppendTopics). The mux only
+// copies them. Each topic's stream runs on a goroutine of its own: a stream of several topics is never parked in
 // the writer pool. The first topic's stream to end ends them all, and each counts that reason.
 
 // TopicStream is one topic of a stream of several topics.
@@ -340,7 +342,8 @@ func (m *mux) appendTopicLine(i int) {
 	m.buf = append(m.buf, '\n')
 }
 
-// SplitID returns each topic's one-topic id (v1, "" for none) from a stream's id, for a stream of topics
+// SplitID returns each topic's one-topic id (v1, or a compact part as its compact id; "" for none) from a
+// stream's id, for a stream of topics
 // (ascending). A several-topic id gives each topic its part, "" for a topic it does not name (that topic
 // starts as the from parameter says); a one-topic id is the id of a stream of one topic only. An id that
 // cannot be read so is returned as err, and every topic gets "": each says so in a resync, and starts as the
@@ -363,7 +366,7 @@ func SplitID(id string, topics []string) ([]string, error) {
 	}
 	for i, name := range topics {
 		if k := slices.IndexFunc(tps, func(tp position.TopicPosition) bool { return tp.Topic == name }); k >= 0 {
-			out[i] = tps[k].Pos.String()
+			out[i] = cmp.Or(tps[k].Compact, tps[k].Pos.String())
 		}
 	}
 	return out, nil

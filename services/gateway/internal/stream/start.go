@@ -25,8 +25,8 @@ func (c *conn) start(ctx context.Context, t *Topic, p Params) error {
 	}
 	c.p = p.kept(t)
 	c.gen, c.epoch = t.generation(), t.epoch()
-	if c.leaving && position.IsCompact(p.LastEventID) {
-		return c.redirectCompact(p.LastEventID)
+	if own := ownID(p.LastEventID, t.Name); c.leaving && position.IsCompact(own) {
+		return c.redirectCompact(own)
 	}
 	resuming, invalid, gone, err := c.clientPosition(ctx, t, p)
 	if err != nil {
@@ -170,6 +170,19 @@ func (c *conn) tellLost(invalid, gone error) ([]string, error) {
 		return []string{ResyncRetention}, err
 	}
 	return nil, nil
+}
+
+// ownID is the topic's part of a stream's id: the id itself, or the topic's part of the id of a stream of
+// several topics ("" when it has none, or cannot be read).
+func ownID(id, topic string) string {
+	if !position.IsTopics(id) {
+		return id
+	}
+	ids, err := SplitID(id, []string{topic})
+	if err != nil {
+		return ""
+	}
+	return ids[0]
 }
 
 // redirectCompact ends a stream that started while the server is leaving with the client's own compact id,

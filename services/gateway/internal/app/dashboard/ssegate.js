@@ -73,7 +73,7 @@ export function parseTopicsID(id) {
 
 // topicOfID is the topic of a frame of a stream of several topics: the first in its id.
 function topicOfID(id) {
-  const cut = typeof id === "string" && id.startsWith("v1:") ? id.indexOf("~") : -1;
+  const cut = typeof id === "string" && (id.startsWith("v1:") || id.startsWith("v2:")) ? id.indexOf("~") : -1;
   return cut < 0 ? undefined : id.slice(3, cut);
 }
 
