@@ -236,8 +236,12 @@ func (c *client) read(ctx context.Context, sh *shared, resp *http.Response, conn
 // starts, a later one, a resume's, is checked against what the client had), the stream counts as open and
 // o.opened is called. The caller subtracts the stream from sh.openConns when it ends.
 func (c *client) begin(sh *shared, id string, o connOpts) error {
-	if err := c.tr.open(id, time.Now()); err != nil {
+	now := time.Now()
+	if err := c.tr.open(id, now); err != nil {
 		return err
+	}
+	if c.sc != nil {
+		c.sc.opened(now)
 	}
 	sh.openConns.Add(1)
 	if o.opened != nil {
@@ -262,6 +266,12 @@ func (c *client) event(sh *shared, ev sse.Event, measure bool) error {
 	}
 	if ev.Type == "resync" {
 		return fmt.Errorf("gateway sent event: resync: %s", ev.Data)
+	}
+	if ev.Type == "live" && c.sc != nil {
+		// A snapshot's cut: the position, and every frame after it moves it by one record.
+		c.sc.live(clk.now())
+		c.tr.exactFrom(ev.ID)
+		return nil
 	}
 	c.tr.frame(ev.ID, &clk)
 	if c.sc != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -186,7 +187,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.StringVar(&c.CAFile, "ca-file", "", "h2: PEM file of the certificates to trust (a self-signed gateway certificate is its own); default the system's")
 	fs.StringVar(&c.HeapProfile, "gateway-heap-profile", "",
 		"idle: after the hold, write the first gateway's heap profile (/debug/pprof/heap on its admin port, which needs the gateway's pprof setting) to this file")
-	fs.StringVar(&c.Shape, "shape", shapePlain, "steady: what each stream asks for: plain (every record), filter (connection i: filter=int(value.seq) % F == i mod F) or conflate (conflate=--conflate)")
+	fs.StringVar(&c.Shape, "shape", shapePlain, "steady: what each stream asks for: plain (every record), filter (connection i: filter=int(value.seq) % F == i mod F), conflate (conflate=--conflate) or snapshot (from=snapshot: the topic's state, then live)")
 	fs.IntVar(&c.FilterMod, "filter-mod", 0, "--shape=filter: F, the classes connections are filtered into; 0 means --connections (a distinct filter each)")
 	fs.DurationVar(&c.Conflate, "conflate", 250*time.Millisecond, "--shape=conflate: the conflation interval, 10ms to 1m")
 	fs.BoolVar(&c.JSON, "json", false, "after the summary line, print the full result as one JSON line")
@@ -393,7 +394,7 @@ func (c config) validate() error {
 		{c.HeapProfile != "" && c.Mode != modeIdle, "--gateway-heap-profile: idle mode only"},
 		{c.Mode == modeFloor && !(c.Rate > 0), "--rate: the floor publishes at a rate, want more than 0"},
 		{c.Mode == modeFloor && len(c.GatewayPIDs) > 0, "--gateway-pid: not with --mode=floor, which measures the floor it starts"},
-		{c.Shape != shapePlain && c.Shape != shapeFilter && c.Shape != shapeConflate, "--shape: want plain, filter or conflate"},
+		{!slices.Contains([]string{shapePlain, shapeFilter, shapeConflate, shapeSnapshot}, c.Shape), "--shape: want plain, filter, conflate or snapshot"},
 		{c.Shape != shapePlain && c.Mode != modeSteady, "--shape: steady mode only"},
 		{c.FilterMod < 0 || c.FilterMod > maxConnections, fmt.Sprintf("--filter-mod: want 0 to %d", maxConnections)},
 		{c.Conflate < 10*time.Millisecond || c.Conflate > time.Minute, "--conflate: want 10ms to 1m"},

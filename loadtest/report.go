@@ -195,6 +195,9 @@ func (r *result) judge(cfg config) {
 	if r.Shape != nil && r.Shape.Wrong > 0 {
 		fail("%d records the shape should not have sent (another filter's, or not of the run)", r.Shape.Wrong)
 	}
+	if r.Shape != nil && r.Shape.NoLive > 0 {
+		fail("%d snapshot streams never got live", r.Shape.NoLive)
+	}
 	if r.Waves != nil {
 		r.Failures = append(r.Failures, r.Waves.failures()...)
 	}
@@ -303,6 +306,9 @@ func (r *result) summary() string {
 		fmt.Fprintf(&b, " deliveries/s=%.0f", r.DeliveriesPerSec)
 		if s := r.Shape; s != nil {
 			fmt.Fprintf(&b, " shape=%s frames/client/s=%.1f bytes/client/s=%.0f", s.Shape, s.FramesPerClientPS, s.BytesPerClientPS)
+			if l := s.ToLive; l != nil {
+				fmt.Fprintf(&b, " state_frames/client=%.0f to_live_p50=%.1fms to_live_p99=%.1fms to_live_max=%.1fms no_live=%d", s.StateFrames, l.P50, l.P99, l.Max, s.NoLive)
+			}
 		}
 		r.fmtBound(&b)
 		fmtLatency(&b, "", r.Latency)

@@ -16,10 +16,14 @@ import (
 //     check it: the client must get exactly the seqs of its class produced in the run, each once.
 //   - conflate: conflate=D (--conflate). The ids skip superseded records and still reach the topic's end; the
 //     values check that no key's final value is lost and that no key's values come twice or out of order.
+//   - snapshot: from=snapshot. The snapshot (each key's latest record of what the topic held, --prefill-records
+//     for instance) skips offsets until "live"; from there the ids judge it as a plain stream. The time from
+//     the request to live is measured.
 const (
 	shapePlain    = "plain"
 	shapeFilter   = "filter"
 	shapeConflate = "conflate"
+	shapeSnapshot = "snapshot"
 )
 
 // filterMod is F of the filter shape.
@@ -37,6 +41,8 @@ func (c config) shapeQuery(q url.Values, i int) {
 		q.Set("filter", fmt.Sprintf("int(value.seq) %% %d == %d", c.filterMod(), i%c.filterMod()))
 	case shapeConflate:
 		q.Set("conflate", c.Conflate.String())
+	case shapeSnapshot:
+		q.Set("from", "snapshot")
 	}
 }
 
@@ -57,6 +63,9 @@ type shapeCheck struct {
 	// The run's seqs are [first, end): end is set once producing has stopped (-1 before).
 	first, end int64
 	doneAt     time.Time // filter: when the client had every record it is owed (zero until then)
+	openedAt   time.Time // snapshot: when the stream's opening block came
+	liveAt     time.Time // snapshot: when "live" came (zero until then)
+	state      int64     // snapshot: frames before live
 	unique     int64     // filter: seqs of its class received, each counted once
 	dup        int64     // a seq received again, or (conflate) a key's seq not above the one before
 	wrong      int64     // filter: a seq of another class; either: a value without a seq, or one outside the run
@@ -67,6 +76,7 @@ func newShapeCheck(c config, i int) *shapeCheck {
 	switch c.Shape {
 	case shapeFilter:
 		s.mod, s.rem = int64(c.filterMod()), int64(i%c.filterMod())
+	case shapeSnapshot:
 	case shapeConflate:
 		s.keys = int64(c.Keys)
 		s.last = make([]int64, c.Keys)
@@ -84,6 +94,14 @@ func (s *shapeCheck) record(data string) {
 	seq, ok := valueSeq(data)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.shape == shapeSnapshot {
+		// Before live, the topic's state; after it, every record, judged by the ids: the run's, and records
+		// written before it that the gateway read after the stream's cut (a prefill the tool just wrote).
+		if s.liveAt.IsZero() {
+			s.state++
+		}
+		return
+	}
 	if !ok || seq < s.first || (s.end >= 0 && seq >= s.end) {
 		s.wrong++
 		return
@@ -195,8 +213,11 @@ func (s *shapeCheck) complete() bool {
 func (s *shapeCheck) lost() int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.shape == shapeFilter {
+	switch s.shape {
+	case shapeFilter:
 		return s.owed() - s.unique
+	case shapeSnapshot:
+		return 0 // the ids judge it (tracker)
 	}
 	var n int64
 	for k, got := range s.last {
@@ -237,6 +258,31 @@ func valueSeq(data string) (int64, bool) {
 	return n, err == nil
 }
 
+// live marks that a snapshot stream's "live" came at now.
+func (s *shapeCheck) live(now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.liveAt.IsZero() {
+		s.liveAt = now
+	}
+}
+
+// snapshotAt returns when the stream opened, when live came and how many frames of state came before it.
+func (s *shapeCheck) snapshotAt() (opened, live time.Time, state int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.openedAt, s.liveAt, s.state
+}
+
+// opened marks that the stream's opening block came at now (the first one: steady streams do not reconnect).
+func (s *shapeCheck) opened(now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.openedAt.IsZero() {
+		s.openedAt = now
+	}
+}
+
 // shapeStats is what a shaped run's clients got, per client and second of producing.
 type shapeStats struct {
 	Shape             string  `json:"shape"`
@@ -244,6 +290,11 @@ type shapeStats struct {
 	FramesPerClientPS float64 `json:"frames_per_client_per_s"`
 	BytesPerClientPS  float64 `json:"bytes_per_client_per_s"`
 	Wrong             int64   `json:"wrong"`
+	// Snapshot: the time from each stream's opening block to its live event, the frames of state before it (on
+	// average), and the clients that never got live.
+	ToLive      *latency `json:"to_live,omitempty"`
+	StateFrames float64  `json:"state_frames_per_client,omitempty"`
+	NoLive      int      `json:"no_live,omitempty"`
 }
 
 // shapeResult fills the run's shape statistics and adds the value checks' losses and duplicates to the result.
@@ -258,9 +309,23 @@ func (r *runner) shapeResult(elapsed time.Duration) {
 		st.FramesPerClientPS = float64(r.sh.frames.Load()) / n / elapsed.Seconds()
 		st.BytesPerClientPS = float64(r.sh.bodyBytes.Load()) / n / elapsed.Seconds()
 	}
+	var toLive *histogram
+	var state int64
+	if r.cfg.Shape == shapeSnapshot {
+		toLive = new(histogram)
+	}
 	for _, c := range r.clients {
 		if c.sc == nil {
 			continue
+		}
+		if toLive != nil {
+			opened, at, n := c.sc.snapshotAt()
+			state += n
+			if at.IsZero() {
+				st.NoLive++
+			} else {
+				toLive.Record(at.Sub(opened))
+			}
 		}
 		dup, wrong := c.sc.counts()
 		lost := c.sc.lost()
@@ -268,6 +333,9 @@ func (r *runner) shapeResult(elapsed time.Duration) {
 		r.res.Lost += lost
 		r.res.Dup += dup
 		r.res.MaxLostPerConn = max(r.res.MaxLostPerConn, lost)
+	}
+	if toLive != nil && len(r.clients) > 0 {
+		st.ToLive, st.StateFrames = latencyOf(toLive), float64(state)/float64(len(r.clients))
 	}
 	r.res.Shape = st
 }

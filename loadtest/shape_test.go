@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/ssegate/ssegate/pkg/sse"
 )
 
 func TestValueSeq(t *testing.T) {
@@ -151,5 +153,33 @@ func TestParseConfigShape(t *testing.T) {
 	c, err := parseConfig([]string{"--shape=filter", "--connections=1000", "--filter-mod=0"}, env, io.Discard)
 	if err != nil || c.filterMod() != 1000 {
 		t.Fatalf("parseConfig: %v, filter mod %d, want 1000 (one class per connection)", err, c.filterMod())
+	}
+}
+
+// TestShapeSnapshot: a snapshot client's frames before live are the topic's state, not judged by seq; at live
+// the tracker takes the cut and from there counts every skipped record as lost.
+func TestShapeSnapshot(t *testing.T) {
+	c := &client{tr: tracker{skips: true}, sc: newShapeCheck(config{Shape: shapeSnapshot}, 0)}
+	var sh shared
+	if err := c.begin(&sh, "v1:", connOpts{}); err != nil {
+		t.Fatal(err)
+	}
+	c.sc.start(100)
+	for _, ev := range []sse.Event{
+		{ID: "v1:0-40", Data: `{"ts":1,"seq":3}`}, // state: offsets skipped, seqs before the run
+		{ID: "v1:0-90", Data: "not the tool's"},
+		{ID: "v1:0-99", Type: "live", Data: `{"id":"v1:0-99"}`},
+		{ID: "v1:0-100", Data: value(100)},
+		{ID: "v1:0-102", Data: value(102)}, // 101 skipped after live: lost
+	} {
+		if err := c.event(&sh, ev, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.sc.ended(103)
+	opened, live, state := c.sc.snapshotAt()
+	n := c.tr.counts()
+	if dup, wrong := c.sc.counts(); state != 2 || live.Before(opened) || live.IsZero() || n.Lost != 1 || n.Dup != 0 || dup != 0 || wrong != 0 {
+		t.Fatalf("state %d live %v (opened %v) tracker %+v dup %d wrong %d; want 2 frames of state, live, 1 lost", state, live, opened, n, dup, wrong)
 	}
 }

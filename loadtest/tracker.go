@@ -144,6 +144,22 @@ func (t *tracker) open(id string, now time.Time) error {
 	return nil
 }
 
+// exactFrom takes a snapshot's cut (the live event's id) as the client's position: from there frames skip no
+// record (skips ends).
+func (t *tracker) exactFrom(id string) {
+	d, err := t.decode(id)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err == nil {
+		_, err = t.advance(d)
+	}
+	if err != nil {
+		t.bad++
+		return
+	}
+	t.lastID, t.skips = id, false
+}
+
 // frame accounts for one event with the given id, received at clk's time.
 func (t *tracker) frame(id string, clk *lazyClock) {
 	d, err := t.decode(id)
