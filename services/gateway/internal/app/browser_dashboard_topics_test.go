@@ -137,3 +137,67 @@ func TestDashboardTopicsSnapshotReload(t *testing.T) {
 		tr.check(t, rawEvent{id: ev.ID, topic: ev.Topic, data: ev.Data})
 	}
 }
+
+// TestDashboardWebSocketTopics: the dashboard in WebSocket mode on a stream of two topics (/ws/a,b): each
+// record shows its topic, the page follows both topics' positions from the ids with no gap and no duplicate,
+// and "drop connection" resumes both exactly.
+func TestDashboardWebSocketTopics(t *testing.T) {
+	ta, tb := kafkatest.NewTopic(t, 2, nil), kafkatest.NewTopic(t, 1, nil)
+	g := startGateway(t, []string{ta, tb}, nil)
+	g.waitReady(t)
+	page := drivePage(t, g.url+"/?transport=ws&topics="+ta+","+tb)
+	page.do(t, map[string]any{"wait": `window.ssegate.state === "open"`})
+	cl := kafkatest.Client(t)
+	total := 0
+	produce := func(n int) {
+		t.Helper()
+		for range n {
+			topic := []string{ta, tb}[total%2]
+			kafkatest.Produce(t, cl, &kgo.Record{Topic: topic, Key: fmt.Appendf(nil, "k%d", total%5), Value: fmt.Appendf(nil, "%s %d", topic, total)})
+			total++
+		}
+	}
+	type seenPage struct {
+		Events                 []struct{ Topic, Data string }
+		Gaps, Dups, Drops      int
+		Unattributed, Opens    int
+		Transport, LastEventID string
+	}
+	check := func(want int) seenPage {
+		t.Helper()
+		page.do(t, map[string]any{"wait": fmt.Sprintf("window.ssegate.events.length >= %d", want)})
+		var seen seenPage
+		page.eval(t, "window.ssegate", &seen)
+		if len(seen.Events) != want || seen.Gaps != 0 || seen.Dups != 0 || seen.Unattributed != 0 || seen.Transport != "ws" {
+			t.Fatalf("%d events (want %d), %d gaps, %d duplicates, %d unattributed, transport %s", len(seen.Events), want, seen.Gaps, seen.Dups, seen.Unattributed, seen.Transport)
+		}
+		// Every record once, with its topic, in order per key (a key's records share a partition; partitions
+		// and topics interleave as they come).
+		last, got := map[string]int{}, map[int]bool{}
+		for i, ev := range seen.Events {
+			var topic string
+			var n int
+			if _, err := fmt.Sscanf(ev.Data, "%s %d", &topic, &n); err != nil || topic != ev.Topic || topic != []string{ta, tb}[n%2] || got[n] {
+				t.Fatalf("event %d: %+v (%v)", i, ev, err)
+			}
+			k := fmt.Sprint(topic, n%5)
+			if l, ok := last[k]; ok && n < l {
+				t.Fatalf("event %d: record %d after %d of its key", i, n, l)
+			}
+			got[n], last[k] = true, n
+		}
+		return seen
+	}
+	produce(20)
+	before := check(20)
+	if !position.IsTopics(before.LastEventID) {
+		t.Fatalf("last id %q: want a several-topic id", before.LastEventID)
+	}
+	page.do(t, map[string]any{"fill": []string{"#f-away", "1"}})
+	page.do(t, map[string]any{"click": "#drop"})
+	page.do(t, map[string]any{"wait": `window.ssegate.state === "dropped"`})
+	produce(10)
+	if after := check(30); after.Drops != 1 || after.Opens != 2 {
+		t.Fatalf("%d drops, %d opens: want 1 and 2", after.Drops, after.Opens)
+	}
+}
