@@ -2,6 +2,7 @@ package position
 
 import (
 	"errors"
+	"slices"
 	"strings"
 )
 
@@ -155,6 +156,30 @@ func AppendTopics(dst []byte, topics []string, ids [][]byte, first int) []byte {
 		}
 	}
 	return dst
+}
+
+// AppendTopicPositions appends the several-topic id of tps, as ParseTopics gives them: the first one first, the
+// others in name order, each its Compact part when it has one, else its position. It is ParseTopics' inverse.
+func AppendTopicPositions(dst []byte, tps []TopicPosition) []byte {
+	if len(tps) == 0 {
+		return append(dst, Prefix...)
+	}
+	sorted := slices.SortedFunc(slices.Values(tps), func(a, b TopicPosition) int { return strings.Compare(a.Topic, b.Topic) })
+	names := make([]string, len(sorted))
+	ids := make([][]byte, len(sorted))
+	first := 0
+	for i, tp := range sorted {
+		names[i] = tp.Topic
+		if tp.Topic == tps[0].Topic {
+			first = i
+		}
+		if tp.Compact != "" {
+			ids[i] = []byte(tp.Compact)
+		} else {
+			ids[i], _ = tp.Pos.AppendText(nil)
+		}
+	}
+	return AppendTopics(dst, names, ids, first)
 }
 
 func isCompactBytes(id []byte) bool {

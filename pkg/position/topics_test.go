@@ -3,7 +3,6 @@ package position
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"testing"
 )
@@ -99,22 +98,8 @@ func FuzzParseTopics(f *testing.F) {
 		if err != nil {
 			return
 		}
-		names := make([]string, len(tps))
-		for i, tp := range tps {
-			names[i] = tp.Topic
-		}
-		slices.Sort(names)
-		ids := make([][]byte, len(names))
-		for _, tp := range tps {
-			i := slices.Index(names, tp.Topic)
-			if tp.Compact != "" {
-				ids[i] = []byte(tp.Compact)
-			} else {
-				ids[i] = []byte(tp.Pos.String())
-			}
-		}
-		if back := string(AppendTopics(nil, names, ids, slices.Index(names, tps[0].Topic))); back != id {
-			t.Fatalf("ParseTopics(%q) then AppendTopics = %q", id, back)
+		if back := string(AppendTopicPositions(nil, tps)); back != id {
+			t.Fatalf("ParseTopics(%q) then AppendTopicPositions = %q", id, back)
 		}
 	})
 }

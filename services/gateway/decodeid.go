@@ -53,11 +53,12 @@ func decodeID(args []string, getenv func(string) string, out, errOut io.Writer) 
 		}
 	}()
 	// compact resolves a compact id (a stream's, or a topic's part of one), reading its checkpoint from Kafka.
+	// A resolver that cannot be made (the Kafka settings) is a usage error: setupErr, exit status 2.
+	var setupErr error
 	compact := func(id string) (position.Vector, error) {
 		if res == nil {
-			var err error
-			if res, closeLog, err = newResolver(kc, ptopic); err != nil {
-				return position.Vector{}, err
+			if res, closeLog, setupErr = newResolver(kc, ptopic); setupErr != nil {
+				return position.Vector{}, setupErr
 			}
 		}
 		return resolve(res, id, errOut)
@@ -83,6 +84,10 @@ func decodeID(args []string, getenv func(string) string, out, errOut io.Writer) 
 			v, err = compact(id)
 		default:
 			v, err = position.Parse(id)
+		}
+		if setupErr != nil {
+			_, _ = fmt.Fprintf(errOut, "decode-id: %v\n", setupErr)
+			return 2
 		}
 		if err != nil {
 			_, _ = out.Write(b)

@@ -88,6 +88,15 @@ func TestDecodeCompactID(t *testing.T) {
 	if status != 0 || out.String() != want || !strings.Contains(errOut.String(), "= v1:0-10.2-4.3-9 (checkpoint") {
 		t.Fatalf("decodeID = %d, out %q, err %q; want %q", status, out.String(), errOut.String(), want)
 	}
+	// A stream of several topics: its compact part resolved the same way, the other part as it is.
+	out.Reset()
+	errOut.Reset()
+	multi := "v2:orders~:" + strings.TrimPrefix(id, position.PrefixCompact) + ",payments~0-3"
+	status = decodeID([]string{"--kafka-brokers=" + strings.Join(brokers, ","), "--position-topic=" + pt, multi}, noEnv, &out, &errOut)
+	want = "topic orders partition 0 offset 10\ntopic orders partition 2 offset 4\ntopic orders partition 3 offset 9\ntopic payments partition 0 offset 3\n"
+	if status != 0 || out.String() != want {
+		t.Fatalf("several topics: decodeID = %d, out %q, err %q; want %q", status, out.String(), errOut.String(), want)
+	}
 	// A garbled one names no record.
 	out.Reset()
 	errOut.Reset()

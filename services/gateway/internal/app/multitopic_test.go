@@ -401,22 +401,15 @@ func topicsAsV1(t *testing.T, r *checkpoint.Resolver, id string) string {
 	if err != nil {
 		t.Fatalf("id %q: %v", id, err)
 	}
-	names := make([]string, len(tps))
 	for i, tp := range tps {
-		names[i] = tp.Topic
-	}
-	slices.Sort(names)
-	ids := make([][]byte, len(names))
-	for _, tp := range tps {
-		v := tp.Pos
 		if tp.Compact != "" {
-			if v, err = r.Resolve(t.Context(), tp.Compact, tp.Topic, [16]byte{}); err != nil {
+			if tps[i].Pos, err = r.Resolve(t.Context(), tp.Compact, tp.Topic, [16]byte{}); err != nil {
 				t.Fatalf("id %q: resolving %s's part: %v", id, tp.Topic, err)
 			}
+			tps[i].Compact = ""
 		}
-		ids[slices.Index(names, tp.Topic)] = []byte(v.String())
 	}
-	return string(position.AppendTopics(nil, names, ids, slices.Index(names, tps[0].Topic)))
+	return string(position.AppendTopicPositions(nil, tps))
 }
 
 // TestTopicsCompactIDs: with id-format v2, a stream of several topics says a topic's part compact when that
