@@ -57,6 +57,7 @@ type config struct {
 	JSON          bool
 	CPUProfile    string // file for the tool's own CPU profile (runtime/pprof); empty means none
 
+	Topics    int           // steady: the topics of each stream (topics.go): --topic, --topic-2, ...
 	Shape     string        // steady: what each stream asks for (shape.go): plain, filter or conflate
 	FilterMod int           // --shape=filter: connections are filtered into this many classes; 0: one each
 	Conflate  time.Duration // --shape=conflate: the interval
@@ -188,6 +189,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.StringVar(&c.HeapProfile, "gateway-heap-profile", "",
 		"idle: after the hold, write the first gateway's heap profile (/debug/pprof/heap on its admin port, which needs the gateway's pprof setting) to this file")
 	fs.StringVar(&c.Shape, "shape", shapePlain, "steady: what each stream asks for: plain (every record), filter (connection i: filter=int(value.seq) % F == i mod F), conflate (conflate=--conflate) or snapshot (from=snapshot: the topic's state, then live)")
+	fs.IntVar(&c.Topics, "topics", 1, "steady: topics of each stream, 1 to 10: /streams/T,T-2,...,T-N with T the --topic; record seq goes to topic seq mod N (the gateways must serve them all)")
 	fs.IntVar(&c.FilterMod, "filter-mod", 0, "--shape=filter: F, the classes connections are filtered into; 0 means --connections (a distinct filter each)")
 	fs.DurationVar(&c.Conflate, "conflate", 250*time.Millisecond, "--shape=conflate: the conflation interval, 10ms to 1m")
 	fs.BoolVar(&c.JSON, "json", false, "after the summary line, print the full result as one JSON line")
@@ -396,6 +398,11 @@ func (c config) validate() error {
 		{c.Mode == modeFloor && len(c.GatewayPIDs) > 0, "--gateway-pid: not with --mode=floor, which measures the floor it starts"},
 		{!slices.Contains([]string{shapePlain, shapeFilter, shapeConflate, shapeSnapshot}, c.Shape), "--shape: want plain, filter, conflate or snapshot"},
 		{c.Shape != shapePlain && c.Mode != modeSteady, "--shape: steady mode only"},
+		{c.Topics < 1 || c.Topics > 10, "--topics: want 1 to 10"},
+		{
+			c.Topics > 1 && (c.Mode != modeSteady || c.Shape != shapePlain || c.PrefillRecords > 0 || c.Waves > 0 || c.AvroID > 0),
+			"--topics: more than 1 in steady mode only, with --shape=plain, and without --prefill-records, --waves or --avro-schema-id",
+		},
 		{c.FilterMod < 0 || c.FilterMod > maxConnections, fmt.Sprintf("--filter-mod: want 0 to %d", maxConnections)},
 		{c.Conflate < 10*time.Millisecond || c.Conflate > time.Minute, "--conflate: want 10ms to 1m"},
 		{c.FloorBin == "" || c.FloorWriters < 0, "--floor-bin: a path is required; --floor-writers: want 0 or more"},

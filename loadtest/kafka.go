@@ -20,7 +20,8 @@ type kafka struct {
 	cl     *kgo.Client
 	adm    *kadm.Client
 	topic  string
-	avroID int // values in Avro with this schema id (recordValue); 0: JSON
+	topics []string // the run's topics (--topics): topic first; one for a stream of one topic
+	avroID int      // values in Avro with this schema id (recordValue); 0: JSON
 }
 
 func newKafka(brokers []string, topic string) (*kafka, error) {
@@ -28,7 +29,7 @@ func newKafka(brokers []string, topic string) (*kafka, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kafka client: %w", err)
 	}
-	return &kafka{cl: cl, adm: kadm.NewClient(cl), topic: topic}, nil
+	return &kafka{cl: cl, adm: kadm.NewClient(cl), topic: topic, topics: []string{topic}}, nil
 }
 
 // kafkaClientOpts are the options of the run's producing clients: the run's own and those of --producers
@@ -82,8 +83,12 @@ func (k *kafka) ensureTopic(ctx context.Context, partitions int32) (created bool
 	}
 }
 
-// endOffsets returns the topic's high watermarks, indexed by partition.
+// endOffsets returns the topic's high watermarks, indexed by partition (with several topics, every topic's, see
+// topicStride).
 func (k *kafka) endOffsets(ctx context.Context) ([]int64, error) {
+	if len(k.topics) > 1 {
+		return k.allEndOffsets(ctx)
+	}
 	lo, err := k.adm.ListEndOffsets(ctx, k.topic)
 	return k.offsets(lo, err, "end")
 }
@@ -117,11 +122,18 @@ func (k *kafka) offsets(lo kadm.ListedOffsets, err error, which string) ([]int64
 
 // warm produces one record synchronously, so that the producer has its connections, metadata and
 // producer id before anything is measured (the first record otherwise waits hundreds of milliseconds).
-func (k *kafka) warm(ctx context.Context) error { return warm(ctx, k.cl, k.topic, k.avroID) }
+func (k *kafka) warm(ctx context.Context) error {
+	for _, topic := range k.topics {
+		if err := warm(ctx, k.cl, topic, k.avroID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // warm produces one warm-up record to topic through cl and waits for it.
 func warm(ctx context.Context, cl *kgo.Client, topic string, avroID int) error {
-	r := &kgo.Record{Key: []byte("warm-up"), Value: recordValue(avroID, time.Now().UnixNano(), -1, 0)}
+	r := &kgo.Record{Topic: topic, Key: []byte("warm-up"), Value: recordValue(avroID, time.Now().UnixNano(), -1, 0)}
 	if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
 		return fmt.Errorf("produce to %s: %w", topic, err)
 	}

@@ -69,11 +69,16 @@ if [ "$somaxconn" -lt 4096 ]; then
 	fi
 fi
 
-SSEGATE_TOPICS=$topic SSEGATE_LISTEN=127.0.0.1:$port SSEGATE_ADMIN_LISTEN=127.0.0.1:$admin_port \
+# With --topics=N among the flags, the gateway serves the N topics the tool streams: T, T-2, ..., T-N.
+topics=$topic
+n=$(printf '%s\n' "$@" | sed -n 's/^--topics=\([0-9][0-9]*\)$/\1/p' | tail -n 1)
+for ((i = 2; i <= ${n:-1}; i++)); do topics=$topics,$topic-$i; done
+
+SSEGATE_TOPICS=$topics SSEGATE_LISTEN=127.0.0.1:$port SSEGATE_ADMIN_LISTEN=127.0.0.1:$admin_port \
 	SSEGATE_METADATA_INTERVAL=${SSEGATE_METADATA_INTERVAL:-1s} \
 	SSEGATE_DRAIN=${SSEGATE_DRAIN:-0} "$gateway_bin" 2>"$log" &
 gw=$!
-echo "loadtest: gateway pid $gw on $scheme://127.0.0.1:$port (admin 127.0.0.1:$admin_port), topic $topic (log $log)" >&2
+echo "loadtest: gateway pid $gw on $scheme://127.0.0.1:$port (admin 127.0.0.1:$admin_port), topics $topics (log $log)" >&2
 
 "$tool_bin" --create-topic --topic="$topic" --url="$scheme://127.0.0.1:$port" \
 	--admin-url="http://127.0.0.1:$admin_port" --gateway-pid="$gw" ${tls_args[@]+"${tls_args[@]}"} "$@"

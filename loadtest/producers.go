@@ -53,7 +53,8 @@ type producer struct {
 	rate       float64 // the whole run's target in records per second (dueOf splits it); 0: as fast as it goes
 	window     int     // records handed to the client and not yet acknowledged or failed, at most
 	size, keys int
-	avroID     int // values in Avro (recordValue)
+	avroID     int      // values in Avro (recordValue)
+	topics     []string // record seq goes to topics[seq mod len]; nil: the client's default topic
 }
 
 // dueOf returns how many records producer i of n must have handed over elapsed into a run at rate records per
@@ -98,6 +99,7 @@ func (p *producer) run(ctx context.Context, st *produceStats) {
 		for ; n > 0 && takeSlot(ctx, slots); n-- {
 			seq := st.seq.Add(1) - 1
 			r := &kgo.Record{
+				Topic: topicOfSeq(p.topics, seq),
 				Key:   []byte("k-" + strconv.Itoa(int(seq%int64(p.keys)))),
 				Value: recordValue(p.avroID, time.Now().UnixNano(), seq, p.size),
 			}
@@ -159,7 +161,7 @@ func (r *runner) producers() []*producer {
 	}
 	ps := make([]*producer, len(cls))
 	for i, cl := range cls {
-		ps[i] = &producer{cl: cl, i: i, n: len(cls), rate: r.cfg.Rate, window: r.cfg.producerWindow(), size: r.cfg.Size, keys: r.cfg.Keys, avroID: r.cfg.AvroID}
+		ps[i] = &producer{cl: cl, i: i, n: len(cls), rate: r.cfg.Rate, window: r.cfg.producerWindow(), size: r.cfg.Size, keys: r.cfg.Keys, avroID: r.cfg.AvroID, topics: topicsOf(r.cfg)}
 	}
 	return ps
 }

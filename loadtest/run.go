@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -49,7 +50,7 @@ func (r *runner) streamURL(base string, i int) string {
 	if r.cfg.Proto == protoWS {
 		path = "/ws/"
 	}
-	u := base + path + r.cfg.Topic
+	u := base + path + strings.Join(streamTopics(r.cfg.Topic, r.cfg.Topics), ",")
 	q := url.Values{}
 	if r.cfg.Mode == modeIdle {
 		q.Set("heartbeat", "0")
@@ -97,6 +98,9 @@ func run(ctx context.Context, cfg config) (result, error) {
 	if err != nil {
 		return r.res, err
 	}
+	if ts := topicsOf(cfg); ts != nil {
+		k.topics = ts
+	}
 	defer k.close()
 	k.avroID = cfg.AvroID
 	r.k = k
@@ -117,7 +121,7 @@ func run(ctx context.Context, cfg config) (result, error) {
 	r.cps = cps
 	r.clients = make([]*client, cfg.Connections)
 	for i := range r.clients {
-		r.clients[i] = &client{n: i, tr: tracker{skips: cfg.Shape != shapePlain}, sc: newShapeCheck(cfg, i)}
+		r.clients[i] = &client{n: i, tr: tracker{skips: cfg.Shape != shapePlain, topics: topicsOf(cfg)}, sc: newShapeCheck(cfg, i)}
 		r.clients[i].tr.cps = cps
 	}
 	switch cfg.Mode {
@@ -142,11 +146,13 @@ func run(ctx context.Context, cfg config) (result, error) {
 // (--prefill-records).
 func (r *runner) prepare(ctx context.Context) error {
 	if r.cfg.CreateTopic {
-		tctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-		_, err := r.k.ensureTopic(tctx, int32(r.cfg.Partitions))
-		cancel()
-		if err != nil {
-			return err
+		for _, topic := range r.k.topics {
+			tctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+			_, err := (&kafka{cl: r.k.cl, adm: r.k.adm, topic: topic}).ensureTopic(tctx, int32(r.cfg.Partitions))
+			cancel()
+			if err != nil {
+				return err
+			}
 		}
 	}
 	if r.cfg.Mode != modeWaves {

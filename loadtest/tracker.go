@@ -26,7 +26,8 @@ import (
 // A tracker is written by its connection's goroutine and read by the coordinator, so every method locks mu.
 type tracker struct {
 	mu        sync.Mutex
-	skips     bool // a shaped stream (--shape): frames skip records on purpose, which shapeCheck judges
+	skips     bool     // a shaped stream (--shape): frames skip records on purpose, which shapeCheck judges
+	topics    []string // a stream of several topics (--topics): its topics, whose ids are one vector (topics.go)
 	started   bool
 	high      []int64 // per partition, -1 = nothing seen
 	lastID    string
@@ -77,6 +78,10 @@ type decoded struct {
 
 // decode parses id and, for a compact one, fetches its checkpoint. It does not lock: it may wait for Kafka.
 func (t *tracker) decode(id string) (decoded, error) {
+	if t.topics != nil {
+		v, err := topicsVector(id, t.topics, t.cps)
+		return decoded{v: v}, err
+	}
 	if !position.IsCompact(id) {
 		v, err := position.Parse(id)
 		return decoded{v: v}, err
