@@ -139,10 +139,12 @@ func (t *Topic) assign(parts []int32, lso, starts map[int32]int64, first bool, p
 				continue // try again on the next refresh, still at the end
 			}
 			start := lo
-			if so, ok := starts[p]; ok && (prefill > 0 || t.fromStart) {
-				start = max(so, lo-prefill)
-				if t.fromStart {
+			if so, ok := starts[p]; ok {
+				switch {
+				case t.fromStart:
 					start = so // a key index needs every retained record
+				case prefill > 0:
+					start = max(so, lo-prefill)
 				}
 			}
 			ps.start, ps.ready = start, lo

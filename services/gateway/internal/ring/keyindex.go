@@ -38,7 +38,6 @@ const indexedOverhead = 112
 type keyIndex struct {
 	max     int
 	bytes   int
-	keys    int
 	dropped string
 	parts   map[int32]*partIndex
 }
@@ -70,7 +69,7 @@ func (x *keyIndex) part(p int32) *partIndex {
 
 // drop gives the index up for good, freeing what it holds.
 func (x *keyIndex) drop(why string) {
-	x.dropped, x.parts, x.bytes, x.keys = why, nil, 0, 0
+	x.dropped, x.parts, x.bytes = why, nil, 0
 }
 
 // put records a published frame as its key's latest record.
@@ -92,7 +91,6 @@ func (x *keyIndex) put(p int32, off int64, seq uint64, frame, key []byte) {
 	if e == nil {
 		e = &indexed{key: append([]byte(nil), key...)}
 		pi.keys[string(e.key)] = e
-		x.keys++
 	} else {
 		x.bytes -= e.cost()
 	}
@@ -116,7 +114,6 @@ func (x *keyIndex) trim(p int32, logStart int64) {
 	for k, e := range pi.keys {
 		if e.offset < logStart {
 			x.bytes -= e.cost()
-			x.keys--
 			delete(pi.keys, k)
 		}
 	}
@@ -128,7 +125,6 @@ func (x *keyIndex) forget(p int32) {
 		for _, e := range pi.keys {
 			x.bytes -= e.cost()
 		}
-		x.keys -= len(pi.keys)
 		delete(x.parts, p)
 	}
 }
@@ -192,5 +188,9 @@ func (r *Ring) KeyIndexStats() (s IndexStats, ok bool) {
 	if r.idx == nil {
 		return s, false
 	}
-	return IndexStats{Keys: r.idx.keys, Bytes: r.idx.bytes, Dropped: r.idx.dropped}, true
+	s = IndexStats{Bytes: r.idx.bytes, Dropped: r.idx.dropped}
+	for _, pi := range r.idx.parts {
+		s.Keys += len(pi.keys)
+	}
+	return s, true
 }

@@ -370,7 +370,7 @@ func (r *Ring) Trim(partition int32, offset int64) {
 func (r *Ring) Forget(partition int32) {
 	r.mu.Lock()
 	delete(r.low, partition)
-	if r.idx != nil && r.idx.dropped == "" {
+	if r.idx != nil {
 		r.idx.forget(partition)
 	}
 	if q := r.index[partition]; q != nil {

@@ -145,7 +145,8 @@ func (c *conn) deliverFrame(f ring.Frame, p *kept) (synced bool) {
 	nl := bytes.IndexByte(f.Bytes, '\n')
 	baked := f.Bytes[len("id: "):nl]
 	synced = bytes.Equal(c.idBuf, baked)
-	if !synced && (!c.filtered() || c.muxed) && c.t.Cached != nil && bytes.HasPrefix(baked, []byte(position.PrefixCompact)) {
+	compact := !synced && bytes.HasPrefix(baked, []byte(position.PrefixCompact))
+	if compact && (!c.filtered() || c.muxed) && c.t.Cached != nil {
 		// A compact id says the same position in other bytes: the stream is level with the ring when the
 		// checkpoint it names (this pod's own, at hand) gives c.pos, and then takes the fast path, or, a topic
 		// of a stream of several topics, says its position compact. (A filtered stream stays on this path
@@ -164,7 +165,7 @@ func (c *conn) deliverFrame(f ring.Frame, p *kept) (synced bool) {
 	if synced && !c.meta && !c.muxed && c.p.Fields == nil {
 		c.buf = append(c.buf, f.Bytes...)
 	} else {
-		if synced && c.muxed && bytes.HasPrefix(baked, []byte(position.PrefixCompact)) {
+		if synced && compact && c.muxed {
 			// Level with the ring, whose id says the position compact: a topic of a stream of several topics
 			// says it so too, and the stream's id is compact (see multi.go).
 			c.idBuf = append(c.idBuf[:0], baked...)

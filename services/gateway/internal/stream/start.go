@@ -25,8 +25,10 @@ func (c *conn) start(ctx context.Context, t *Topic, p Params) error {
 	}
 	c.p = p.kept(t)
 	c.gen, c.epoch = t.generation(), t.epoch()
-	if own := ownID(p.LastEventID, t.Name); c.leaving && position.IsCompact(own) {
-		return c.redirectCompact(own)
+	if c.leaving {
+		if own, err := ownID(p.LastEventID, t.Name); err == nil && position.IsCompact(own) {
+			return c.redirectCompact(own)
+		}
 	}
 	resuming, invalid, gone, err := c.clientPosition(ctx, t, p)
 	if err != nil {
@@ -83,13 +85,8 @@ func (c *conn) clientPosition(ctx context.Context, t *Topic, p Params) (resuming
 	if p.idErr != nil {
 		return false, p.idErr, nil, nil
 	}
-	if position.IsTopics(p.LastEventID) {
-		// The id of a stream of several topics, this one among them or not.
-		ids, err := SplitID(p.LastEventID, []string{t.Name})
-		if err != nil {
-			return false, err, nil, nil
-		}
-		p.LastEventID = ids[0]
+	if p.LastEventID, err = ownID(p.LastEventID, t.Name); err != nil {
+		return false, err, nil, nil
 	}
 	if p.LastEventID == "" {
 		return false, nil, nil, nil
@@ -173,16 +170,13 @@ func (c *conn) tellLost(invalid, gone error) ([]string, error) {
 }
 
 // ownID is the topic's part of a stream's id: the id itself, or the topic's part of the id of a stream of
-// several topics ("" when it has none, or cannot be read).
-func ownID(id, topic string) string {
+// several topics, this one among them or not ("" when it is not).
+func ownID(id, topic string) (string, error) {
 	if !position.IsTopics(id) {
-		return id
+		return id, nil
 	}
 	ids, err := SplitID(id, []string{topic})
-	if err != nil {
-		return ""
-	}
-	return ids[0]
+	return ids[0], err
 }
 
 // redirectCompact ends a stream that started while the server is leaving with the client's own compact id,
