@@ -91,17 +91,19 @@ func newShapeCheck(c config, i int) *shapeCheck {
 
 // record takes one record's value.
 func (s *shapeCheck) record(data string) {
-	seq, ok := valueSeq(data)
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.shape == shapeSnapshot {
 		// Before live, the topic's state; after it, every record, judged by the ids: the run's, and records
 		// written before it that the gateway read after the stream's cut (a prefill the tool just wrote).
+		s.mu.Lock()
 		if s.liveAt.IsZero() {
 			s.state++
 		}
+		s.mu.Unlock()
 		return
 	}
+	seq, ok := valueSeq(data)
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if !ok || seq < s.first || (s.end >= 0 && seq >= s.end) {
 		s.wrong++
 		return

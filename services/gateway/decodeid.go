@@ -69,22 +69,7 @@ func decodeID(args []string, getenv func(string) string, out, errOut io.Writer) 
 		if len(args) > 1 {
 			b = fmt.Appendf(b, "%s\n", id)
 		}
-		var v position.Vector
-		var tps []position.TopicPosition
-		var err error
-		switch {
-		case position.IsTopics(id):
-			tps, err = position.ParseTopics(id)
-			for i := range tps {
-				if err == nil && tps[i].Compact != "" {
-					tps[i].Pos, err = compact(tps[i].Compact)
-				}
-			}
-		case position.IsCompact(id):
-			v, err = compact(id)
-		default:
-			v, err = position.Parse(id)
-		}
+		tps, err := positionsOf(id, compact)
 		if setupErr != nil {
 			_, _ = fmt.Fprintf(errOut, "decode-id: %v\n", setupErr)
 			return 2
@@ -97,9 +82,6 @@ func decodeID(args []string, getenv func(string) string, out, errOut io.Writer) 
 			status = 1
 			continue
 		}
-		if tps == nil {
-			tps = []position.TopicPosition{{Pos: v}}
-		}
 		for _, tp := range tps {
 			b = appendPositions(b, tp.Topic, tp.Pos)
 		}
@@ -108,6 +90,27 @@ func decodeID(args []string, getenv func(string) string, out, errOut io.Writer) 
 		}
 	}
 	return status
+}
+
+// positionsOf decodes an id into its topics' positions (one, with no topic name, for a one-topic id),
+// resolving compact ids and the compact parts of several-topic ids through compact.
+func positionsOf(id string, compact func(string) (position.Vector, error)) ([]position.TopicPosition, error) {
+	switch {
+	case position.IsTopics(id):
+		tps, err := position.ParseTopics(id)
+		for i := range tps {
+			if err == nil && tps[i].Compact != "" {
+				tps[i].Pos, err = compact(tps[i].Compact)
+			}
+		}
+		return tps, err
+	case position.IsCompact(id):
+		v, err := compact(id)
+		return []position.TopicPosition{{Pos: v}}, err
+	default:
+		v, err := position.Parse(id)
+		return []position.TopicPosition{{Pos: v}}, err
+	}
 }
 
 func newResolver(kc kafkaconn.Config, topic string) (*checkpoint.Resolver, func(), error) {
