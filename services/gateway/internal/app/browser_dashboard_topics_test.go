@@ -201,3 +201,15 @@ func TestDashboardWebSocketTopics(t *testing.T) {
 		t.Fatalf("%d drops, %d opens: want 1 and 2", after.Drops, after.Opens)
 	}
 }
+
+// TestDashboardNamesPublicTopics: the dashboard, which anyone may load, offers the demo topic and the topics
+// anyone may read, and does not name a topic that needs a token. Kafka is not needed: the page is static.
+func TestDashboardNamesPublicTopics(t *testing.T) {
+	g := startGatewayOn(t, []string{"127.0.0.1:1"}, []string{"demo", "public", "private"}, withAuth(t, func(c *Config) {
+		c.Auth.TopicModes = map[string]string{"demo": "required", "public": "optional", "private": "required"}
+	}))
+	status, body := get(t, g.url+"/")
+	if status != 200 || !strings.Contains(body, "demo") || !strings.Contains(body, "public") || strings.Contains(body, "private") {
+		t.Fatalf("GET / = %d, want a page naming demo and public, not private:\n%s", status, body)
+	}
+}

@@ -259,10 +259,14 @@ func (a *App) handleDashboard(c *gin.Context) {
 	c.Header("Content-Type", "text/html; charset=utf-8")
 	c.Header("Cache-Control", "no-cache")
 	c.Status(http.StatusOK)
-	// The value format of every topic served, which the page decodes values by.
+	// The value format of the topics the page offers, which it decodes values by: the demo topic and those
+	// anyone may read. A topic that needs a token is not named to a page anyone may load (a stream of it
+	// typed into the form decodes as auto).
 	formats := make(map[string]string, len(a.streamTopics))
 	for name, st := range a.streamTopics {
-		formats[name] = st.Format.Value.Data()
+		if name == a.cfg.DemoTopic || a.gate.modes[name] != auth.ModeRequired {
+			formats[name] = st.Format.Value.Data()
+		}
 	}
 	b, err := json.Marshal(formats)
 	if err != nil {
