@@ -148,7 +148,7 @@ func (r *runner) prepare(ctx context.Context) error {
 	if r.cfg.CreateTopic {
 		for _, topic := range r.k.topics {
 			tctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-			_, err := (&kafka{cl: r.k.cl, adm: r.k.adm, topic: topic}).ensureTopic(tctx, int32(r.cfg.Partitions))
+			_, err := r.k.of(topic).ensureTopic(tctx, int32(r.cfg.Partitions))
 			cancel()
 			if err != nil {
 				return err

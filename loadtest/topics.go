@@ -84,12 +84,16 @@ func resolveCompact(id string, cps *checkpoints) (position.Vector, error) {
 	return c.Apply(base)
 }
 
+// of is k for one of the run's topics alone, on the same clients.
+func (k *kafka) of(topic string) *kafka {
+	return &kafka{cl: k.cl, adm: k.adm, topic: topic, topics: []string{topic}, avroID: k.avroID}
+}
+
 // allEndOffsets returns the end offsets of every topic of the run, as one vector's partitions (topicStride).
 func (k *kafka) allEndOffsets(ctx context.Context) ([]int64, error) {
 	var all []int64
 	for j, topic := range k.topics {
-		one := &kafka{cl: k.cl, adm: k.adm, topic: topic, topics: []string{topic}}
-		ends, err := one.endOffsets(ctx)
+		ends, err := k.of(topic).endOffsets(ctx)
 		if err != nil {
 			return nil, err
 		}
