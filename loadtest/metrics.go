@@ -92,6 +92,9 @@ type gatewayCounters struct {
 	FramesWritten  float64 `json:"frames_written"`
 	Resyncs        float64 `json:"resyncs"`
 	ConnectionsNow float64 `json:"connections_open"`
+	// Checkpoints of compact ids acknowledged, and the seconds they waited for Kafka in all.
+	CheckpointsAcked     float64 `json:"checkpoints_acked"`
+	CheckpointAckSeconds float64 `json:"checkpoint_ack_seconds"`
 	// The Go runtime's gauges (from the gateway's Go collector); a delta from sub.
 	HeapInuse  float64 `json:"go_heap_inuse_bytes"`
 	StackInuse float64 `json:"go_stack_inuse_bytes"`
@@ -104,8 +107,9 @@ func (a gatewayCounters) sub(b gatewayCounters) gatewayCounters {
 		ResumesKafka: a.ResumesKafka - b.ResumesKafka, ClosedWrite: a.ClosedWrite - b.ClosedWrite,
 		ClosedBehind: a.ClosedBehind - b.ClosedBehind, ClosedClient: a.ClosedClient - b.ClosedClient,
 		FramesWritten: a.FramesWritten - b.FramesWritten, Resyncs: a.Resyncs - b.Resyncs,
-		ConnectionsNow: a.ConnectionsNow,
-		HeapInuse:      a.HeapInuse - b.HeapInuse, StackInuse: a.StackInuse - b.StackInuse, Goroutines: a.Goroutines - b.Goroutines,
+		ConnectionsNow:   a.ConnectionsNow,
+		CheckpointsAcked: a.CheckpointsAcked - b.CheckpointsAcked, CheckpointAckSeconds: a.CheckpointAckSeconds - b.CheckpointAckSeconds,
+		HeapInuse: a.HeapInuse - b.HeapInuse, StackInuse: a.StackInuse - b.StackInuse, Goroutines: a.Goroutines - b.Goroutines,
 	}
 }
 
@@ -126,6 +130,9 @@ func countersOf(ss []sample, topic string) gatewayCounters {
 		HeapInuse:      sumMetric(ss, "go_memstats_heap_inuse_bytes", nil),
 		StackInuse:     sumMetric(ss, "go_memstats_stack_inuse_bytes", nil),
 		Goroutines:     sumMetric(ss, "go_goroutines", nil),
+
+		CheckpointsAcked:     sumMetric(ss, "ssegate_checkpoint_writes_total", with("result", "acked")),
+		CheckpointAckSeconds: sumMetric(ss, "ssegate_checkpoint_ack_seconds_total", t),
 	}
 }
 
@@ -163,6 +170,8 @@ func scrapeAll(ctx context.Context, hc *http.Client, bases []string, topic strin
 		sum.HeapInuse += c.HeapInuse
 		sum.StackInuse += c.StackInuse
 		sum.Goroutines += c.Goroutines
+		sum.CheckpointsAcked += c.CheckpointsAcked
+		sum.CheckpointAckSeconds += c.CheckpointAckSeconds
 	}
 	return sum, nil
 }

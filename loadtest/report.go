@@ -113,11 +113,14 @@ type result struct {
 	// the topic's start), CheckpointBytesPerSec their key and value bytes over the producing time.
 	Checkpoints           int64   `json:"checkpoints,omitempty"`
 	CheckpointBytesPerSec float64 `json:"checkpoint_bytes_per_s,omitempty"`
-	GatewayWrites         int64   `json:"gateway_writes,omitempty"`
-	FramesPerWrite        float64 `json:"frames_per_write,omitempty"`
-	RSSBeforeBytes        int64   `json:"gateway_rss_before_bytes,omitempty"`
-	RSSAfterBytes         int64   `json:"gateway_rss_after_bytes,omitempty"`
-	RSSPerConnBytes       float64 `json:"gateway_rss_per_conn_bytes,omitempty"`
+	// CheckpointAckMs is the mean time the gateways' checkpoints waited for Kafka while producing (steady):
+	// compact ids grow for about that long.
+	CheckpointAckMs float64 `json:"checkpoint_ack_ms,omitempty"`
+	GatewayWrites   int64   `json:"gateway_writes,omitempty"`
+	FramesPerWrite  float64 `json:"frames_per_write,omitempty"`
+	RSSBeforeBytes  int64   `json:"gateway_rss_before_bytes,omitempty"`
+	RSSAfterBytes   int64   `json:"gateway_rss_after_bytes,omitempty"`
+	RSSPerConnBytes float64 `json:"gateway_rss_per_conn_bytes,omitempty"`
 
 	// floor: the frames the clients received over the measured window, the floor's CPU seconds and write
 	// system calls over it, and the frames per CPU second and per write. Produced is the last record the
@@ -318,7 +321,7 @@ func (r *result) summary() string {
 		}
 		fmt.Fprintf(&b, " id_bytes/frame=%.1f frame_bytes/frame=%.1f v1_ids=%.1f%%", r.IDBytesPerFrame, r.FrameBytesPerFrame, 100*r.V1Share)
 		if r.Checkpoints > 0 {
-			fmt.Fprintf(&b, " checkpoints=%d checkpoint_bytes/s=%.0f", r.Checkpoints, r.CheckpointBytesPerSec)
+			fmt.Fprintf(&b, " checkpoints=%d checkpoint_bytes/s=%.0f checkpoint_ack_ms=%.1f", r.Checkpoints, r.CheckpointBytesPerSec, r.CheckpointAckMs)
 		}
 	case modeStorm:
 		fmt.Fprintf(&b, " reopened=%d served=%d time_to_serve_all=%.3fs", r.Reopened, r.Served, r.TimeToServeAll.Seconds())

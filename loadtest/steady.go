@@ -30,6 +30,11 @@ func (r *runner) steady(ctx context.Context) error {
 	if m.s0, err = self(); err != nil {
 		return err
 	}
+	if r.cps != nil {
+		if m.gw0, err = scrapeAll(ctx, r.hc, r.cfg.AdminURLs, r.cfg.Topic); err != nil {
+			return err
+		}
+	}
 	m.f0, m.t0 = r.sh.frames.Load(), time.Now()
 	for _, c := range r.clients {
 		if c.sc != nil {
@@ -42,6 +47,11 @@ func (r *runner) steady(ctx context.Context) error {
 	sleep(ctx, r.cfg.Duration)
 	stop()
 	m.f1, m.t1 = r.sh.frames.Load(), time.Now()
+	if r.cps != nil {
+		if m.gw1, err = scrapeAll(ctx, r.hc, r.cfg.AdminURLs, r.cfg.Topic); err != nil {
+			return err
+		}
+	}
 	for _, c := range r.clients {
 		if c.sc != nil {
 			c.sc.ended(r.prod.seq.Load())
@@ -77,10 +87,12 @@ func (r *runner) steady(ctx context.Context) error {
 }
 
 // steadyMarks are steady's readings at the start of producing (0), at its end (1) and once every reader
-// caught up (2): the gateways' and the tool's process samples and the frames received; and how long after
-// the end of producing the last reader caught up (catchUp), caughtUp false when one did not.
+// caught up (2): the gateways' and the tool's process samples, the frames received, and with compact ids
+// the gateways' checkpoint counters; and how long after the end of producing the last reader caught up
+// (catchUp), caughtUp false when one did not.
 type steadyMarks struct {
 	p0, p1, s0, s1 procSample
+	gw0, gw1       gatewayCounters
 	f0, f1, f2     int64
 	t0, t1         time.Time
 	catchUp        time.Duration
@@ -116,6 +128,9 @@ func (r *runner) steadyResult(m steadyMarks, win *latencyWindows, ends []int64) 
 	}
 	if n, b := r.cps.read(); n > 0 {
 		r.res.Checkpoints, r.res.CheckpointBytesPerSec = n, float64(b)/r.res.Elapsed.Seconds()
+	}
+	if d := m.gw1.sub(m.gw0); d.CheckpointsAcked > 0 {
+		r.res.CheckpointAckMs = 1000 * d.CheckpointAckSeconds / d.CheckpointsAcked
 	}
 	if r.res.GatewayCPUSeconds > 0 {
 		r.res.DeliveriesPerCPUSecond = float64(r.res.Delivered) / r.res.GatewayCPUSeconds

@@ -250,6 +250,9 @@ func (a *App) newMetrics(res *sdkresource.Resource, obs *observer) error {
 	if err := t.registerSnapshots(a.feed, a.stats); err != nil {
 		return err
 	}
+	if err := t.registerCompactIDs(a.feed); err != nil {
+		return err
+	}
 	return t.registerAuth(a.feed.Topics(), a.stats, a.refused)
 }
 

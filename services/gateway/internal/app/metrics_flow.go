@@ -64,13 +64,11 @@ func (t *telemetry) registerFlow(f *feed.Feed, obs *observer) error {
 	resume, err4 := m.Float64Histogram("ssegate.resume.duration", metric.WithUnit("s"),
 		metric.WithDescription("Time from a resuming stream's start (or a re-join) until it caught up with the ring, by source: ring, kafka or resync"),
 		metric.WithExplicitBucketBoundaries(resumeBuckets...))
-	ids, err5 := m.Int64ObservableCounter("ssegate.frame.ids",
-		metric.WithDescription("Frames framed with id-format v2, by the id they got: v2 (compact), or v1 when no acknowledged checkpoint made a compact one"))
-	gaps, err6 := m.Int64ObservableCounter("ssegate.feed.resyncs",
+	gaps, err5 := m.Int64ObservableCounter("ssegate.feed.resyncs",
 		metric.WithDescription("Resyncs the feed published into the ring because retention removed offsets before the pod read them; every live stream of the partition got one"))
-	gapped, err7 := m.Int64ObservableCounter("ssegate.feed.skipped.offsets",
+	gapped, err6 := m.Int64ObservableCounter("ssegate.feed.skipped.offsets",
 		metric.WithDescription("Offsets retention removed before the pod read them (see ssegate.feed.resyncs)"))
-	for _, err := range []error{err1, err2, err3, err4, err5, err6, err7} {
+	for _, err := range []error{err1, err2, err3, err4, err5, err6} {
 		if err != nil {
 			return fmt.Errorf("metric instrument: %w", err)
 		}
@@ -99,13 +97,8 @@ func (t *telemetry) registerFlow(f *feed.Feed, obs *observer) error {
 			o.ObserveInt64(gaps, resyncs, partitionAttrs(topic, p))
 			o.ObserveInt64(gapped, skipped, partitionAttrs(topic, p))
 		})
-		for _, name := range f.Topics() {
-			compact, fallback := f.Topic(name).IDs()
-			o.ObserveInt64(ids, compact, metric.WithAttributes(attribute.String("topic", name), attribute.String("format", "v2")))
-			o.ObserveInt64(ids, fallback, metric.WithAttributes(attribute.String("topic", name), attribute.String("format", "v1")))
-		}
 		return nil
-	}, consumed.Inst(), fed, ids, gaps, gapped)
+	}, consumed.Inst(), fed, gaps, gapped)
 	if err != nil {
 		return fmt.Errorf("metric callback: %w", err)
 	}

@@ -29,7 +29,7 @@ func (h *heldCheckpoints) Write(_ string, kid [16]byte, v position.Vector, done 
 	h.calls = append(h.calls, heldCall{kid, v, done})
 }
 
-func (h *heldCheckpoints) call(t *testing.T, i int) heldCall {
+func (h *heldCheckpoints) call(t testing.TB, i int) heldCall {
 	t.Helper()
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -140,29 +140,56 @@ func TestCompactFrameIDs(t *testing.T) {
 	if n := check(ids, wants); n != 3 {
 		t.Fatalf("%d of 3 ids compact after the acknowledgement: %q", n, ids)
 	}
-	// Ids that grow past the threshold start another checkpoint, one at a time.
+	// Ids that grow past the threshold start another checkpoint.
 	check(publish(parts, 0))
 	if h.count() != 2 {
 		t.Fatalf("%d checkpoint writes after the ids grew, want 2", h.count())
 	}
-	check(publish(parts, 3))
+	// While it waits, another starts only once the position moved well past it, not at every frame.
+	check(publish(3, 3))
 	if h.count() != 2 {
-		t.Fatalf("%d checkpoint writes while one is in flight, want 2", h.count())
+		t.Fatalf("%d checkpoint writes a step past the one in flight, want 2", h.count())
 	}
-	// A failed write is never named; the next one may be started.
-	h.call(t, 1).done(position.Ref{}, errors.New("kafka is down"))
-	ids, wants = publish(2, 1)
+	check(publish(4*parts, 0))
+	if n := h.count(); n < 3 {
+		t.Fatalf("%d checkpoint writes after the position moved far past the one in flight, want more than 2", n)
+	}
+	// However far it moves, at most defaultCheckpointsInFlight wait at once.
+	check(publish(40*parts, 0))
+	if n := h.count(); n != 1+defaultCheckpointsInFlight {
+		t.Fatalf("%d checkpoint writes, want %d: the acknowledged one and %d in flight", n, 1+defaultCheckpointsInFlight, defaultCheckpointsInFlight)
+	}
+	// Acknowledged out of order, the newer checkpoint stays the base.
+	newest := h.count() - 1
+	ack(newest, position.Ref{Partition: 0, Offset: 12})
+	ack(newest-1, position.Ref{Partition: 0, Offset: 11})
+	ids, wants = publish(1, 4)
+	if check(ids, wants) != 1 {
+		t.Fatalf("id after the acknowledgements: %q", ids)
+	}
+	if c, _ := position.ParseCompact(ids[0]); c.Ref() != (position.Ref{Partition: 0, Offset: 12}) {
+		t.Fatalf("id %s names %v, want the newest checkpoint, not the one acknowledged last", ids[0], c.Ref())
+	}
+	// A failed write is never named, and frees its place.
+	for i := 1; i < newest-1; i++ {
+		h.call(t, i).done(position.Ref{}, errors.New("kafka is down"))
+	}
+	before := h.count()
+	ids, wants = publish(4*parts, 1)
 	check(ids, wants)
-	if h.count() != 3 {
-		t.Fatalf("%d checkpoint writes after a failure, want 3", h.count())
+	if h.count() == before {
+		t.Fatal("no checkpoint write after the failures")
 	}
-	ack(2, position.Ref{Partition: 0, Offset: 9})
+	ack(before, position.Ref{Partition: 0, Offset: 19})
 	ids, wants = publish(1, 4)
 	if check(ids, wants) != 1 || !bytes.Contains([]byte(ids[0]), []byte("v2:")) {
-		t.Fatalf("id after the second acknowledgement: %q", ids)
+		t.Fatalf("id after the acknowledgement: %q", ids)
 	}
-	if c, _ := position.ParseCompact(ids[0]); c.Ref() != (position.Ref{Partition: 0, Offset: 9}) {
+	if c, _ := position.ParseCompact(ids[0]); c.Ref() != (position.Ref{Partition: 0, Offset: 19}) {
 		t.Fatalf("id %s names %v, want the newest checkpoint", ids[0], c.Ref())
+	}
+	if a, f, _ := tp.Checkpoints(); a != 4 || f != int64(newest-2) {
+		t.Fatalf("Checkpoints = %d acked, %d failed; want 4 and %d", a, f, newest-2)
 	}
 
 	// The topic is deleted and created again: the old checkpoints are of another topic.

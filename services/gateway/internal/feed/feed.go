@@ -64,9 +64,12 @@ type Config struct {
 	// fallback to a v1 id of hundreds of partitions when Kafka acknowledges checkpoints late would make the
 	// frames that much bigger just when the machine is busy.
 	CompactMax int
-	// CheckpointAfter is the compact id length, in bytes, past which the feed starts a new checkpoint (when
-	// none is being written). Zero means 32.
+	// CheckpointAfter is the compact id length, in bytes, past which the feed starts a new checkpoint. Zero
+	// means 32.
 	CheckpointAfter int
+	// CheckpointsInFlight bounds the checkpoints of a topic being written at once. Zero means 4; 1 waits for
+	// each acknowledgement before the next write.
+	CheckpointsInFlight int
 	// Logger receives the feed's logs. Nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -149,7 +152,8 @@ func NewWith(cfg Config, kc Cluster) (*Feed, error) {
 			name: name, ring: r, format: cmp.Or(cfg.Formats[name], Plain(ValueAuto)), refreshed: &f.refreshed, appeared: make(chan struct{}),
 			parts: make(map[int32]*partition), atEnd: map[int32]bool{},
 			cps: cfg.Checkpoints, compactMax: cmp.Or(cfg.CompactMax, position.MaxCompactLen), cpAfter: cmp.Or(cfg.CheckpointAfter, 32),
-			log: cfg.Logger,
+			cpMaxInFlight: int32(cmp.Or(cfg.CheckpointsInFlight, defaultCheckpointsInFlight)), //nolint:gosec // a small count
+			log:           cfg.Logger,
 		}
 		if n := cfg.KeyIndex[name]; n > 0 {
 			r.EnableKeyIndex(int(n))

@@ -11,12 +11,19 @@ import (
 	"github.com/ssegate/ssegate/services/gateway/internal/ring"
 )
 
-// acked is a checkpoint Kafka has acknowledged: where it is, its vector, and the topic epoch it belongs to.
+// acked is a checkpoint Kafka has acknowledged: where it is, its vector, the topic epoch it belongs to, and
+// its place among the topic's checkpoints (seq), so that an older one acknowledged late never replaces it.
 type acked struct {
 	ref   position.Ref
 	vec   position.Vector
 	epoch uint64
+	seq   uint64
 }
+
+// defaultCheckpointsInFlight bounds the checkpoints of a topic being written at once. More than one lets a
+// pod start the next checkpoint while the previous one waits for Kafka, so the base of its compact ids is
+// one acknowledgement old rather than up to two.
+const defaultCheckpointsInFlight = 4
 
 // Topic is one topic's state: its ring and what the feed knows of its partitions.
 type Topic struct {
@@ -47,16 +54,24 @@ type Topic struct {
 	head      []byte // the v1 id of pos, for the ring's head, when frame ids are compact
 
 	// Compact ids (nil cps: none). The newest acknowledged checkpoint is swapped in by the writer's callback;
-	// cpBusy says one is being written; cpErrLog rate-limits the log of failed writes (under mu).
-	cps        Checkpointer
-	compactMax int
-	cpAfter    int
-	log        *slog.Logger
-	cpAcked    atomic.Pointer[acked]
-	cpBusy     atomic.Bool
-	cpErrAt    atomic.Int64
-	idCompact  atomic.Int64 // frames given a compact id
-	idFallback atomic.Int64 // frames given a v1 id while compact ids are on
+	// cpInFlight counts those being written (at most cpMaxInFlight), the newest of which started at cpStarted
+	// (cpSeq of them so far; both under mu); cpDue says a frame of the batch being framed outgrew the base
+	// (under mu); cpErrAt rate-limits the log of failed writes.
+	cps           Checkpointer
+	compactMax    int
+	cpAfter       int
+	cpMaxInFlight int32
+	log           *slog.Logger
+	cpAcked       atomic.Pointer[acked]
+	cpInFlight    atomic.Int32
+	cpDue         bool
+	cpStarted     position.Vector
+	cpSeq         uint64
+	cpScratch     []byte
+	cpErrAt       atomic.Int64
+	cpStats       CheckpointStats
+	idCompact     atomic.Int64 // frames given a compact id
+	idFallback    atomic.Int64 // frames given a v1 id while compact ids are on
 
 	published uint64        // frames published to the ring so far: the ring's head sequence (under mu)
 	newestSeq atomic.Uint64 // the ring's head after the latest publish (see Newest)
@@ -176,13 +191,21 @@ func (t *Topic) publishBatch(newest int64) {
 	}
 	t.ring.Publish(&t.batch, head)
 	t.batch.Reset()
+	if t.cpDue {
+		t.cpDue = false
+		if t.wantCheckpoint() {
+			t.checkpoint()
+		}
+	}
 }
 
 // appendFrameID appends the id of a frame whose position is t.pos: v1 without checkpoints; otherwise
 // compact against the newest acknowledged checkpoint of this epoch when it fits, v1 when not. A compact id
-// never names a checkpoint Kafka has not acknowledged, so a crash leaves no id that points at nothing. A
-// new checkpoint is started when the compact id grows past cpAfter or could not be used. The caller holds
-// mu.
+// never names a checkpoint Kafka has not acknowledged, so a crash leaves no id that points at nothing. When
+// the compact id grows past cpAfter or could not be used, a new checkpoint is due: it is started once the
+// batch being framed is published (publishBatch), at the batch's last position, because no acknowledgement
+// can arrive in the middle of a batch: the next batch's ids then grow from where this one ended, not from
+// the frame that crossed the threshold. The caller holds mu.
 func (t *Topic) appendFrameID(dst []byte) []byte {
 	if t.cps == nil {
 		dst, _ = t.pos.AppendText(dst)
@@ -191,34 +214,91 @@ func (t *Topic) appendFrameID(dst []byte) []byte {
 	if a := t.cpAcked.Load(); a != nil && a.epoch == t.epoch.Load() {
 		if id, ok := position.AppendCompact(dst, a.ref, a.vec, t.pos, t.compactMax); ok {
 			if len(id)-len(dst) > t.cpAfter {
-				t.checkpoint()
+				t.cpDue = true
 			}
 			t.idCompact.Add(1)
 			return id
 		}
 	}
-	t.checkpoint()
+	t.cpDue = true
 	t.idFallback.Add(1)
 	dst, _ = t.pos.AppendText(dst)
 	return dst
 }
 
-// checkpoint starts writing a checkpoint of t.pos unless one is being written, or the topic's Kafka id is
-// not known yet. The caller holds mu.
+// wantCheckpoint says whether to start another checkpoint now that ids have outgrown the acknowledged one:
+// yes when none is being written; when some are, only if fewer than cpMaxInFlight and the position
+// has moved past the newest of them by more than cpAfter bytes of compact id, so that checkpoints in flight
+// stay spread over the acknowledgement time rather than all start at once. The caller holds mu.
+func (t *Topic) wantCheckpoint() bool {
+	switch n := t.cpInFlight.Load(); {
+	case n == 0:
+		return true
+	case n >= t.cpMaxInFlight:
+		return false
+	}
+	id, ok := position.AppendCompact(t.cpScratch[:0], position.Ref{}, t.cpStarted, t.pos, t.compactMax)
+	t.cpScratch = id
+	return !ok || len(id) > t.cpAfter
+}
+
+// checkpoint starts writing a checkpoint of t.pos, unless the topic's Kafka id is not known yet. When Kafka
+// acknowledges it, it becomes the base of compact ids unless a newer one of the same epoch already is. The
+// caller holds mu.
 func (t *Topic) checkpoint() {
-	if t.kid == ([16]byte{}) || !t.cpBusy.CompareAndSwap(false, true) {
+	if t.kid == ([16]byte{}) {
 		return
 	}
-	vec, epoch := t.pos.Clone(), t.epoch.Load()
+	t.cpSeq++
+	vec, epoch, seq, start := t.pos.Clone(), t.epoch.Load(), t.cpSeq, time.Now()
+	t.cpStarted = vec
+	t.cpInFlight.Add(1)
 	t.cps.Write(t.name, t.kid, vec, func(ref position.Ref, err error) {
+		t.cpStats.record(time.Since(start), err)
 		if err == nil {
-			t.cpAcked.Store(&acked{ref: ref, vec: vec, epoch: epoch})
+			t.swapAcked(&acked{ref: ref, vec: vec, epoch: epoch, seq: seq})
 		} else if now := time.Now().UnixNano(); now-t.cpErrAt.Load() > int64(10*time.Second) {
 			t.cpErrAt.Store(now)
 			t.log.Warn("checkpoint write failed; frames get v1 ids until one succeeds", "topic", t.name, "err", err)
 		}
-		t.cpBusy.Store(false)
+		t.cpInFlight.Add(-1)
 	})
+}
+
+// swapAcked makes a the base of compact ids unless the current base is newer: a later checkpoint of the same
+// epoch, or one of a later epoch.
+func (t *Topic) swapAcked(a *acked) {
+	for {
+		cur := t.cpAcked.Load()
+		if cur != nil && (cur.epoch > a.epoch || cur.epoch == a.epoch && cur.seq > a.seq) {
+			return
+		}
+		if t.cpAcked.CompareAndSwap(cur, a) {
+			return
+		}
+	}
+}
+
+// CheckpointStats counts a topic's checkpoint writes: acknowledged, failed, and the time acknowledged ones
+// waited for Kafka, in all.
+type CheckpointStats struct {
+	Acked, Failed atomic.Int64
+	AckNanos      atomic.Int64
+}
+
+func (s *CheckpointStats) record(d time.Duration, err error) {
+	if err != nil {
+		s.Failed.Add(1)
+		return
+	}
+	s.Acked.Add(1)
+	s.AckNanos.Add(int64(d))
+}
+
+// Checkpoints returns the topic's checkpoint counts: acknowledged, failed, and the seconds acknowledged ones
+// waited in all (their mean is its rate over the rate of acknowledged ones).
+func (t *Topic) Checkpoints() (acked, failed int64, ackSeconds float64) {
+	return t.cpStats.Acked.Load(), t.cpStats.Failed.Load(), time.Duration(t.cpStats.AckNanos.Load()).Seconds()
 }
 
 // IDs returns how many frames got a compact id and how many a v1 id while compact ids are on.

@@ -1,0 +1,112 @@
+package feed
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/ssegate/ssegate/pkg/position"
+)
+
+// idSizeRun is a topic with compact ids fed records to random partitions in batches, whose checkpoints
+// Kafka acknowledges a fixed number of records after they start: a model of a pod at a steady record rate
+// (ackAfter records of acknowledgement time), with polls of batch records each.
+type idSizeRun struct {
+	parts, batch, ackAfter, inFlight int
+}
+
+// run feeds n records and returns the mean length of the frames' ids, and the checkpoints written.
+func (r idSizeRun) run(tb testing.TB, n int) (idBytes float64, checkpoints int) {
+	tb.Helper()
+	h := &heldCheckpoints{}
+	f, err := NewWith(Config{Topics: []string{"t"}, RingBytes: 64 << 20, Checkpoints: h, CheckpointsInFlight: r.inFlight}, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tp := f.Topic("t")
+	var ps []int32
+	zeros := map[int32]int64{}
+	for p := range int32(r.parts) {
+		ps = append(ps, p)
+		zeros[p] = 0
+	}
+	tp.assign(ps, zeros, zeros, true, 0)
+	tp.setID([16]byte{1})
+	cursor, _ := tp.ring.Start(nil)
+	rnd := rand.New(rand.NewPCG(1, 2))
+	next := map[int32]int64{}
+	due := []int{0} // per checkpoint write, the record count at which Kafka acknowledges it
+	acked, sent, total := 0, 0, 0
+	for sent < n {
+		// The poll's records arrive together once the last of them is written, at sent+batch: every
+		// acknowledgement due by then has come.
+		for acked < h.count() && due[acked] <= sent+r.batch {
+			h.call(tb, acked).done(position.Ref{Partition: 0, Offset: int64(1000 + acked)}, nil)
+			acked++
+		}
+		fs := make([]Fetched, 0, r.batch)
+		for range r.batch {
+			q := rnd.Int32N(int32(r.parts))
+			rec := &kgo.Record{Topic: "t", Partition: q, Offset: next[q], Value: []byte("x")}
+			fs = append(fs, Fetched{Topic: "t", Partition: q, Records: []*kgo.Record{rec}, First: next[q], Next: next[q] + 1, LastStable: -1, LogStart: -1})
+			next[q]++
+		}
+		tp.publish(fs)
+		sent += r.batch
+		for len(due) < h.count() {
+			due = append(due, sent+r.ackAfter)
+		}
+		frames, nc, _, err := tp.ring.ReadFrames(cursor, nil, 64<<20)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		cursor = nc
+		for _, fr := range frames {
+			total += bytes.IndexByte(fr.Bytes, '\n') - len("id: ")
+		}
+	}
+	return float64(total) / float64(sent), h.count()
+}
+
+// BenchmarkCompactIDSize reports the mean compact id length (id-bytes/frame) at 256 partitions, by how many
+// records arrive while a checkpoint waits for Kafka (at 1,000 records/s, ack=50 is 50 ms), how many records a
+// poll brings at once, and how many checkpoints may be in flight. It measures the design, not a broker: see
+// docs/benchmarks.md for the load tool's figures on a real one.
+func BenchmarkCompactIDSize(b *testing.B) {
+	for _, ack := range []int{3, 50, 200} {
+		for _, batch := range []int{5, 40} {
+			for _, inFlight := range []int{1, 4} {
+				b.Run(fmt.Sprintf("ack=%d/batch=%d/inflight=%d", ack, batch, inFlight), func(b *testing.B) {
+					var idBytes float64
+					var cps int
+					for b.Loop() {
+						idBytes, cps = idSizeRun{parts: 256, batch: batch, ackAfter: ack, inFlight: inFlight}.run(b, 20000)
+					}
+					b.ReportMetric(idBytes, "id-bytes/frame")
+					b.ReportMetric(float64(cps)/20, "checkpoints/1k-records")
+				})
+			}
+		}
+	}
+}
+
+// TestCompactIDSizeModel: in the model of BenchmarkCompactIDSize at 256 partitions, checkpoints in flight
+// shorten ids while acknowledgements are slow, and a poll's checkpoint of its last position keeps the ids of
+// polls of 40 records within 64 bytes when Kafka acknowledges quickly (one started at the frame that crossed
+// the threshold left the next poll about 1.5 polls of moved partitions: 79 bytes).
+func TestCompactIDSizeModel(t *testing.T) {
+	one, _ := idSizeRun{parts: 256, batch: 5, ackAfter: 50, inFlight: 1}.run(t, 10000)
+	four, _ := idSizeRun{parts: 256, batch: 5, ackAfter: 50, inFlight: 4}.run(t, 10000)
+	t.Logf("50 records of acknowledgement time: %.1f id bytes one at a time, %.1f with 4 in flight", one, four)
+	if four > one*0.9 {
+		t.Errorf("4 checkpoints in flight give %.1f id bytes, one at a time %.1f: want at least 10%% fewer", four, one)
+	}
+	polls, _ := idSizeRun{parts: 256, batch: 40, ackAfter: 3, inFlight: 4}.run(t, 10000)
+	t.Logf("polls of 40 records, 3 records of acknowledgement time: %.1f id bytes", polls)
+	if polls > 64 {
+		t.Errorf("%.1f id bytes with polls of 40 records, want at most 64", polls)
+	}
+}
