@@ -15,8 +15,8 @@ import (
 )
 
 // startPublishTLSGateway starts a second gateway, on a topic of its own, with the features whose metrics the
-// main one does not export: publishing (publish-topics, anonymous) and TLS on the clients' port (a
-// self-signed certificate for 127.0.0.1). It publishes one record through it, so that every publish metric
+// main one does not export: publishing (publish-topics, anonymous), TLS on the clients' port (a self-signed
+// certificate for 127.0.0.1) and compact ids (id-format v2, with a position topic of its own). It publishes one record through it, so that every publish metric
 // has a series (the duration histogram has none before a request), and returns its admin URL. The pages do
 // not use it: they are written for the variables of docs/runbook.md, and start a gateway of their own to show
 // what these features answer.
@@ -29,7 +29,8 @@ func startPublishTLSGateway(t *testing.T, env stack) string {
 	gw, admin := proctest.FreeAddr(t), proctest.FreeAddr(t)
 	startProcess(t, "publishing TLS gateway", filepath.Join(env["BIN"], "gateway"), env["BROKERS"],
 		"--topics", topic, "--publish-topics", topic, "--publish-anonymous",
-		"--tls-cert-file", certFile, "--tls-key-file", keyFile, "--listen", gw, "--admin-listen", admin)
+		"--tls-cert-file", certFile, "--tls-key-file", keyFile, "--listen", gw, "--admin-listen", admin,
+		"--id-format", "v2", "--position-topic", topic+".positions")
 	waitReady(t, "publishing TLS gateway", "http://"+admin+"/readyz")
 
 	cl := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
