@@ -4,6 +4,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -78,6 +79,46 @@ func TestMetricsDocumented(t *testing.T) {
 		otel = strings.ReplaceAll(otel, "_", ".")
 		if !strings.Contains(src, `"`+otel) {
 			t.Errorf("docs/gateway.md documents %s, which no code of the gateway defines (looked for %q)", name, otel)
+		}
+	}
+}
+
+// TestMetricNamesInDocs: every metric name the docs mention (pages, runbooks, the chart's) is a row of a
+// metrics table (docs/gateway.md's or docs/ingest.md's), or one of its histogram's series: prose cannot name a
+// metric that does not exist. Names that are not metrics (the auth cookie) are listed here.
+func TestMetricNamesInDocs(t *testing.T) {
+	notMetrics := map[string]bool{"ssegate_token": true}
+	rows := map[string]bool{}
+	for _, page := range []string{"gateway.md", "ingest.md"} {
+		b, err := os.ReadFile("../../../../docs/" + page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if name, ok := strings.CutPrefix(line, "| `ssegate_"); ok {
+				rows["ssegate_"+name[:strings.IndexByte(name, '`')]] = true
+			}
+		}
+	}
+	// A full name: not a prefix (ssegate_replay_...) or the start of a pattern (ssegate_resync(s|...)).
+	name := regexp.MustCompile(`ssegate_[a-z_]*[a-z]\b[^_(|]`)
+	pages, err := filepath.Glob("../../../../docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	more, _ := filepath.Glob("../../../../docs/runbooks/*.md")
+	pages = append(append(pages, more...), "../../../../helm/ssegate/README.md")
+	for _, page := range pages {
+		b, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range name.FindAllString(string(b), -1) {
+			n := m[:len(m)-1]
+			base := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(n, "_bucket"), "_count"), "_sum")
+			if !rows[n] && !rows[base] && !notMetrics[n] {
+				t.Errorf("%s names %s, which no metrics table has a row for", filepath.Base(page), n)
+			}
 		}
 	}
 }
