@@ -128,7 +128,10 @@ func TestCompactFrameIDs(t *testing.T) {
 		c.done(ref, nil)
 	}
 
-	// The first checkpoint is started when the topic's id is known; until Kafka acknowledges it, v1 ids.
+	// The first checkpoint is started when the topic's id is known, once however many metadata refreshes
+	// tell it again; until Kafka acknowledges it, v1 ids.
+	tp.setID([16]byte{1})
+	tp.setID([16]byte{1})
 	if h.count() != 1 {
 		t.Fatalf("%d checkpoint writes at start, want 1", h.count())
 	}
@@ -190,6 +193,19 @@ func TestCompactFrameIDs(t *testing.T) {
 	}
 	if a, f, _ := tp.Checkpoints(); a != 4 || f != int64(newest-2) {
 		t.Fatalf("Checkpoints = %d acked, %d failed; want 4 and %d", a, f, newest-2)
+	}
+	// With every place taken, failures give theirs back: the next write starts.
+	check(publish(40*parts, 2))
+	full := h.count()
+	if tp.cpInFlight.Load() != defaultCheckpointsInFlight {
+		t.Fatalf("%d checkpoints in flight, want all %d places taken", tp.cpInFlight.Load(), defaultCheckpointsInFlight)
+	}
+	for i := full - defaultCheckpointsInFlight; i < full; i++ {
+		h.call(t, i).done(position.Ref{}, errors.New("kafka is down"))
+	}
+	check(publish(4*parts, 3))
+	if h.count() == full {
+		t.Fatal("no checkpoint write after every one in flight failed")
 	}
 
 	// The topic is deleted and created again: the old checkpoints are of another topic.

@@ -203,9 +203,10 @@ func (t *Topic) publishBatch(newest int64) {
 // compact against the newest acknowledged checkpoint of this epoch when it fits, v1 when not. A compact id
 // never names a checkpoint Kafka has not acknowledged, so a crash leaves no id that points at nothing. When
 // the compact id grows past cpAfter or could not be used, a new checkpoint is due: it is started once the
-// batch being framed is published (publishBatch), at the batch's last position, because no acknowledgement
-// can arrive in the middle of a batch: the next batch's ids then grow from where this one ended, not from
-// the frame that crossed the threshold. The caller holds mu.
+// batch being framed is published (publishBatch), at the batch's last position. Framing a batch takes
+// microseconds, an acknowledgement milliseconds, so a checkpoint started in the middle of a batch would not
+// serve its later frames anyway; started at its end, the next batch's ids grow from where this one ended,
+// not from the frame that crossed the threshold. The caller holds mu.
 func (t *Topic) appendFrameID(dst []byte) []byte {
 	if t.cps == nil {
 		dst, _ = t.pos.AppendText(dst)
@@ -254,10 +255,11 @@ func (t *Topic) checkpoint() {
 	t.cpStarted = vec
 	t.cpInFlight.Add(1)
 	t.cps.Write(t.name, t.kid, vec, func(ref position.Ref, err error) {
-		t.cpStats.record(time.Since(start), err)
 		if err == nil {
 			t.swapAcked(&acked{ref: ref, vec: vec, epoch: epoch, seq: seq})
-		} else if now := time.Now().UnixNano(); now-t.cpErrAt.Load() > int64(10*time.Second) {
+		}
+		t.cpStats.record(time.Since(start), err) // after the swap: counted acknowledged, it is usable
+		if now := time.Now().UnixNano(); err != nil && now-t.cpErrAt.Load() > int64(10*time.Second) {
 			t.cpErrAt.Store(now)
 			t.log.Warn("checkpoint write failed; frames get v1 ids until one succeeds", "topic", t.name, "err", err)
 		}
@@ -323,9 +325,9 @@ func (t *Topic) Newest() (seq uint64, ts int64) {
 func (t *Topic) setID(id [16]byte) {
 	t.mu.Lock()
 	t.kid = id
-	if t.cps != nil && t.exists && t.cpAcked.Load() == nil {
+	if t.cps != nil && t.exists && t.cpAcked.Load() == nil && t.cpInFlight.Load() == 0 {
 		// A first checkpoint as soon as the topic's id is known, so that the first records already have one
-		// to refer to.
+		// to refer to (once: every metadata refresh comes here while it waits for Kafka).
 		t.checkpoint()
 	}
 	t.mu.Unlock()
