@@ -23,9 +23,9 @@ type checkpoints struct {
 	err  error // the client could not be made
 
 	mu      sync.Mutex
-	m       map[position.Ref]position.Vector
-	records int64 // checkpoint records read
-	bytes   int64 // their keys and values
+	m       map[position.Ref]position.Checkpoint // by where the record is (Ref.Record)
+	records int64                                // checkpoint records read
+	bytes   int64                                // their keys and values
 }
 
 // checkpointWait is how long a compact id waits for its checkpoint to be read: a gateway names only
@@ -33,7 +33,7 @@ type checkpoints struct {
 const checkpointWait = 10 * time.Second
 
 func newCheckpoints(brokers []string, topic string) *checkpoints {
-	return &checkpoints{brokers: brokers, topic: topic, m: map[position.Ref]position.Vector{}}
+	return &checkpoints{brokers: brokers, topic: topic, m: map[position.Ref]position.Checkpoint{}}
 }
 
 func (c *checkpoints) start() {
@@ -54,7 +54,7 @@ func (c *checkpoints) start() {
 					return // not a checkpoint: an id naming it finds nothing
 				}
 				c.mu.Lock()
-				c.m[position.Ref{Partition: r.Partition, Offset: r.Offset}] = cp.Vector
+				c.m[position.Ref{Partition: r.Partition, Offset: r.Offset}] = cp
 				c.records++
 				c.bytes += int64(len(r.Key) + len(r.Value))
 				c.mu.Unlock()
@@ -77,7 +77,8 @@ func (c *checkpoints) close() {
 	}
 }
 
-// base returns the vector of the checkpoint at ref, waiting up to checkpointWait for it to be read.
+// base returns the vector of the checkpoint at ref, waiting up to checkpointWait for it to be read; an id whose
+// check is not the record's is an error.
 func (c *checkpoints) base(ref position.Ref) (position.Vector, error) {
 	c.once.Do(c.start)
 	if c.err != nil {
@@ -86,10 +87,13 @@ func (c *checkpoints) base(ref position.Ref) (position.Vector, error) {
 	deadline := time.Now().Add(checkpointWait)
 	for {
 		c.mu.Lock()
-		v, ok := c.m[ref]
+		cp, ok := c.m[ref.Record()]
 		c.mu.Unlock()
-		if ok {
-			return v, nil
+		switch {
+		case ok && ref.Check != 0 && ref.Check != cp.Sum:
+			return position.Vector{}, fmt.Errorf("the id's check %d is not that of the checkpoint at %s partition %d offset %d (%d)", ref.Check, c.topic, ref.Partition, ref.Offset, cp.Sum)
+		case ok:
+			return cp.Vector, nil
 		}
 		if time.Now().After(deadline) {
 			return position.Vector{}, fmt.Errorf("no checkpoint at %s partition %d offset %d", c.topic, ref.Partition, ref.Offset)

@@ -156,10 +156,10 @@ func TestTrackerCompactIDs(t *testing.T) {
 	cps := newCheckpoints(nil, "positions")
 	cps.once.Do(func() {}) // no Kafka: the checkpoints are given
 	refA, refB := position.Ref{Partition: 0, Offset: 3}, position.Ref{Partition: 0, Offset: 9}
-	cps.m[refA] = position.MustParse("v1:0-5.1-7")
-	cps.m[refB] = position.MustParse("v1:0-6.1-8")
+	cps.m[refA] = position.Checkpoint{Vector: position.MustParse("v1:0-5.1-7")}
+	cps.m[refB] = position.Checkpoint{Vector: position.MustParse("v1:0-6.1-8")}
 	id := func(ref position.Ref, pos string) string {
-		b, ok := position.AppendCompact(nil, ref, cps.m[ref], position.MustParse(pos), 256)
+		b, ok := position.AppendCompact(nil, ref, cps.m[ref].Vector, position.MustParse(pos), 256)
 		if !ok {
 			t.Fatalf("AppendCompact(%v, %s) refused", ref, pos)
 		}

@@ -27,6 +27,8 @@ type Checkpoint struct {
 	Writer string
 	// Vector is the position.
 	Vector Vector
+	// Sum is the record's CheckpointSum: ParseCheckpoint sets it, AppendCheckpoint does not write it.
+	Sum uint8
 }
 
 // AppendCheckpoint appends the record of c to dst: a format byte, the topic's name (length-prefixed), its
@@ -49,7 +51,7 @@ func AppendCheckpoint(dst []byte, c Checkpoint) []byte {
 	return dst
 }
 
-// ParseCheckpoint decodes a record AppendCheckpoint wrote. Anything else, including trailing bytes, is an
+// ParseCheckpoint decodes a record AppendCheckpoint wrote, and sets its Sum. Anything else, including trailing bytes, is an
 // error wrapping ErrCheckpoint. It never panics and allocates no more than the record's size justifies.
 func ParseCheckpoint(b []byte) (Checkpoint, error) {
 	if len(b) > MaxCheckpointLen || len(b) == 0 || b[0] != checkpointFormat {
@@ -103,5 +105,6 @@ func ParseCheckpoint(b []byte) (Checkpoint, error) {
 	if at != len(b) {
 		return Checkpoint{}, ErrCheckpoint
 	}
+	c.Sum = CheckpointSum(b)
 	return c, nil
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"math"
 	"strings"
 )
@@ -21,17 +22,25 @@ const maxCompactRaw = (MaxCompactLen - len(PrefixCompact)) * 3 / 4
 // must escape), no padding, and strict, so that one vector has one spelling.
 var compactEncoding = base64.RawURLEncoding.Strict()
 
-// Ref names a checkpoint record: its partition and offset in the position topic.
+// Ref names a checkpoint record: its partition and offset in the position topic, and its Check.
 type Ref struct {
 	Partition int32
 	Offset    int64
+	// Check is the record's CheckpointSum (1 to 127), or 0 for none (ids written before checks, which
+	// resolve unchecked). A resolver that finds another record at the offset (the position topic deleted and
+	// created again, or records lost and their offsets written anew) refuses the id instead of applying it to
+	// the wrong vector.
+	Check uint8
 }
+
+// Record returns r without its Check: where the record is, the key of caches of checkpoints.
+func (r Ref) Record() Ref { return Ref{Partition: r.Partition, Offset: r.Offset} }
 
 // Compact is a parsed compact id: a checkpoint it refers to, and the entries in which the position differs
 // from the checkpoint's vector. It says nothing until applied to that vector (Apply).
 //
 // The id is "v2:" followed by the unpadded URL-safe base64 of a run of minimal unsigned varints: the
-// checkpoint's partition and offset, then one or two per entry, in ascending partition order. The first is
+// checkpoint's partition<<7 | check (see Ref.Check) and offset, then one or two per entry, in ascending partition order. The first is
 // gap<<2 | step, gap being the partition's distance from the previous entry's minus one (the first entry's:
 // the partition itself). A step of 1 to 3 says the partition moved that many offsets past the checkpoint's
 // (the common case, one byte in all); a step of 0 is followed by a second varint: in a partition the
@@ -60,12 +69,12 @@ func IsCompact(id string) bool { return strings.HasPrefix(id, PrefixCompact) }
 func AppendCompact(dst []byte, ref Ref, base, pos Vector, maxLen int) ([]byte, bool) {
 	maxLen = min(maxLen, MaxCompactLen)
 	rawMax := (maxLen - len(PrefixCompact)) * 3 / 4
-	if ref.Partition < 0 || ref.Offset < 0 || rawMax <= 0 {
+	if ref.Partition < 0 || ref.Offset < 0 || ref.Check > maxCheck || rawMax <= 0 {
 		return dst, false
 	}
 	var stack [maxCompactRaw]byte
 	raw := stack[:0]
-	raw = binary.AppendUvarint(raw, uint64(ref.Partition))
+	raw = binary.AppendUvarint(raw, uint64(ref.Partition)<<7|uint64(ref.Check))
 	raw = binary.AppendUvarint(raw, uint64(ref.Offset))
 	prev := int32(-1)
 	i := 0
@@ -148,7 +157,7 @@ func ParseCompact(id string) (Compact, error) {
 		return Compact{}, syntaxError(id, len(PrefixCompact)+at*4/3, err)
 	}
 	var c Compact
-	p, err := next(math.MaxInt32)
+	p, err := next(math.MaxInt32<<7 | maxCheck)
 	if err != nil {
 		return fail(err)
 	}
@@ -156,7 +165,7 @@ func ParseCompact(id string) (Compact, error) {
 	if err != nil {
 		return fail(err)
 	}
-	c.ref = Ref{Partition: int32(p), Offset: int64(o)}
+	c.ref = Ref{Partition: int32(p >> 7), Offset: int64(o), Check: uint8(p & maxCheck)}
 	prev := int64(-1)
 	for at < len(raw) {
 		x, err := next(math.MaxUint64)
@@ -184,6 +193,16 @@ func ParseCompact(id string) (Compact, error) {
 		prev = part
 	}
 	return c, nil
+}
+
+// maxCheck is the largest Ref.Check: it takes the low 7 bits of the id's first varint, so that the usual
+// partition 0 still spells it in one byte.
+const maxCheck = 127
+
+// CheckpointSum returns the check of a checkpoint record (its value as AppendCheckpoint wrote it): 1 to 127,
+// from its CRC-32, so that a resolver tells it from another record with odds of 126 in 127.
+func CheckpointSum(record []byte) uint8 {
+	return uint8(1 + crc32.ChecksumIEEE(record)%maxCheck) //nolint:gosec // at most 127
 }
 
 // isCompactByte reports whether b is in the URL-safe base64 alphabet.

@@ -15,16 +15,22 @@ func TestCompactRoundTrip(t *testing.T) {
 		base, pos string
 		want      string // "" means not encodable
 	}{
-		{"equal", Ref{0, 0}, "v1:0-5.1-7", "v1:0-5.1-7", "v2:AAA"},
-		{"steps", Ref{0, 0}, "v1:0-5.1-7.9-1", "v1:0-6.1-10.9-5", ""},
-		{"step in a new partition", Ref{0, 0}, "v1:0-5", "v1:0-5.1-2", ""},
-		{"one moved", Ref{0, 300}, "v1:0-5.1-7", "v1:0-5.1-8", ""},
-		{"new partition", Ref{2, 1}, "v1:0-5", "v1:0-5.3-100", ""},
-		{"empty base", Ref{0, 9}, "v1:", "v1:0-1.7-2", ""},
-		{"both empty", Ref{0, 9}, "v1:", "v1:", ""},
-		{"behind", Ref{0, 1}, "v1:0-5", "v1:0-4", "-"},
-		{"partition dropped", Ref{0, 1}, "v1:0-5.1-1", "v1:0-5", "-"},
-		{"large", Ref{math.MaxInt32, math.MaxInt64}, "v1:0-0", "v1:0-9223372036854775807.2147483647-9223372036854775807", ""},
+		{"equal", Ref{Partition: 0, Offset: 0}, "v1:0-5.1-7", "v1:0-5.1-7", "v2:AAA"},
+		{"steps", Ref{Partition: 0, Offset: 0}, "v1:0-5.1-7.9-1", "v1:0-6.1-10.9-5", ""},
+		{"step in a new partition", Ref{Partition: 0, Offset: 0}, "v1:0-5", "v1:0-5.1-2", ""},
+		{"one moved", Ref{Partition: 0, Offset: 300}, "v1:0-5.1-7", "v1:0-5.1-8", ""},
+		{"new partition", Ref{Partition: 2, Offset: 1}, "v1:0-5", "v1:0-5.3-100", ""},
+		{"empty base", Ref{Partition: 0, Offset: 9}, "v1:", "v1:0-1.7-2", ""},
+		{"both empty", Ref{Partition: 0, Offset: 9}, "v1:", "v1:", ""},
+		{"behind", Ref{Partition: 0, Offset: 1}, "v1:0-5", "v1:0-4", "-"},
+		{"partition dropped", Ref{Partition: 0, Offset: 1}, "v1:0-5.1-1", "v1:0-5", "-"},
+		{"large", Ref{Partition: math.MaxInt32, Offset: math.MaxInt64}, "v1:0-0", "v1:0-9223372036854775807.2147483647-9223372036854775807", ""},
+		// The check takes the low 7 bits of the first varint: partition 0's fits one byte, as before.
+		{"check", Ref{Partition: 0, Offset: 0, Check: 127}, "v1:0-5.1-7", "v1:0-5.1-7", "v2:fwA"},
+		{"check and partition", Ref{Partition: 1, Offset: 0, Check: 1}, "v1:0-5", "v1:0-5", "v2:gQEA"},
+		{"large with a check", Ref{Partition: math.MaxInt32, Offset: math.MaxInt64, Check: 99}, "v1:0-0", "v1:0-1", ""},
+		{"gateway.md's example", Ref{Partition: 0, Offset: 140, Check: 42}, "v1:0-5812.1-5790.2-5833", "v1:0-5812.1-5792.2-5834", "v2:KowBBgE"},
+		{"check out of range", Ref{Partition: 0, Offset: 0, Check: 128}, "v1:0-5", "v1:0-5", "-"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -67,11 +73,11 @@ func TestCompactShortForFewChanges(t *testing.T) {
 		off, _ := pos.Offset(p)
 		pos.Set(p, off+2)
 	}
-	id, ok := AppendCompact(nil, Ref{0, 123456}, base, pos, 64)
+	id, ok := AppendCompact(nil, Ref{Partition: 0, Offset: 123456}, base, pos, 64)
 	if !ok || len(id) > 32 {
 		t.Fatalf("AppendCompact = %q, %v: want a short id", id, ok)
 	}
-	if _, ok := AppendCompact(nil, Ref{0, 123456}, base, pos, 12); ok {
+	if _, ok := AppendCompact(nil, Ref{Partition: 0, Offset: 123456}, base, pos, 12); ok {
 		t.Fatal("AppendCompact ignored maxLen")
 	}
 }
@@ -94,7 +100,7 @@ func TestParseCompactRejects(t *testing.T) {
 		{"non-zero trailing bits", "v2:AAB", ErrSyntax},
 		{"overlong varint", "v2:gAAA", ErrSyntax}, // 0x80 0x00: zero spelled in two bytes
 		{"entry without offset", "v2:AAAA", ErrSyntax},
-		{"partition too large", "v2:_____w8A", ErrRange},
+		{"partition too large", "v2:gICAgIAIAA", ErrRange}, // partition 1<<31: past MaxInt32
 		{"too long", "v2:" + strings.Repeat("A", MaxCompactLen), ErrTooLong},
 	}
 	for _, tc := range tests {
@@ -112,7 +118,7 @@ func TestParseCompactRejects(t *testing.T) {
 }
 
 func TestCompactApplyOverflow(t *testing.T) {
-	id, ok := AppendCompact(nil, Ref{0, 0}, MustParse("v1:0-0"), MustParse("v1:0-9223372036854775807"), MaxCompactLen)
+	id, ok := AppendCompact(nil, Ref{Partition: 0, Offset: 0}, MustParse("v1:0-0"), MustParse("v1:0-9223372036854775807"), MaxCompactLen)
 	if !ok {
 		t.Fatal("AppendCompact refused")
 	}
@@ -135,6 +141,14 @@ func TestCheckpointRoundTrip(t *testing.T) {
 	if got.Topic != c.Topic || got.TopicID != c.TopicID || got.Writer != c.Writer || !got.Vector.Equal(c.Vector) {
 		t.Fatalf("ParseCheckpoint = %+v, want %+v", got, c)
 	}
+	if got.Sum != CheckpointSum(b) || got.Sum < 1 || got.Sum > 127 {
+		t.Fatalf("Sum = %d, want CheckpointSum of the record (%d), from 1 to 127", got.Sum, CheckpointSum(b))
+	}
+	other := c
+	other.Writer = "gateway-1"
+	if CheckpointSum(AppendCheckpoint(nil, other)) == got.Sum {
+		t.Fatal("another checkpoint has the same sum")
+	}
 	for i := range b {
 		if _, err := ParseCheckpoint(b[:i]); !errors.Is(err, ErrCheckpoint) {
 			t.Fatalf("truncated to %d bytes: %v, want ErrCheckpoint", i, err)
@@ -149,6 +163,7 @@ func FuzzParseCompact(f *testing.F) {
 	f.Add("v2:AAA")
 	f.Add("v2:AMCEPQ")
 	f.Add("v2:gAAA")
+	f.Add("v2:KowBBgE") // a check (42), as gateway.md spells it
 	f.Add("v1:0-1")
 	f.Fuzz(func(t *testing.T, id string) {
 		c, err := ParseCompact(id)
@@ -204,7 +219,7 @@ func FuzzParseCheckpoint(f *testing.F) {
 func TestCompactAppendEntriesAgreesWithApply(t *testing.T) {
 	base := MustParse("v1:0-5.2-9.4-1")
 	pos := MustParse("v1:0-5.1-3.2-12.4-2.7-0")
-	id, ok := AppendCompact(nil, Ref{0, 1}, base, pos, MaxCompactLen)
+	id, ok := AppendCompact(nil, Ref{Partition: 0, Offset: 1}, base, pos, MaxCompactLen)
 	if !ok {
 		t.Fatal("AppendCompact refused")
 	}
@@ -225,7 +240,7 @@ func TestCompactAppendEntriesAgreesWithApply(t *testing.T) {
 // TestCompactStepOnlyInBasePartitions: a step (1 to 3) names a move past the checkpoint, so against a
 // checkpoint that lacks the partition the id is wrong, not some other position.
 func TestCompactStepOnlyInBasePartitions(t *testing.T) {
-	id, ok := AppendCompact(nil, Ref{0, 0}, MustParse("v1:0-5"), MustParse("v1:0-6"), MaxCompactLen)
+	id, ok := AppendCompact(nil, Ref{Partition: 0, Offset: 0}, MustParse("v1:0-5"), MustParse("v1:0-6"), MaxCompactLen)
 	if !ok || len(id) != len("v2:AAAB") {
 		t.Fatalf("AppendCompact = %q, %v: want one byte for the entry", id, ok)
 	}

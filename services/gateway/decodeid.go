@@ -149,6 +149,9 @@ func resolve(res *checkpoint.Resolver, id string, errOut io.Writer) (position.Ve
 	if err != nil {
 		return position.Vector{}, err
 	}
+	if err := checkpoint.Matches(c.Ref(), cp); err != nil {
+		return position.Vector{}, err
+	}
 	v, err := c.Apply(cp.Vector)
 	if err != nil {
 		return position.Vector{}, err

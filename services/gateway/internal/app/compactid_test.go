@@ -175,7 +175,7 @@ func TestCompactIDs(t *testing.T) {
 		{"garbage", "v2:!!", "malformed"},
 		{"not canonical", "v2:gAAA", "malformed"},
 		{"offset never written", "v2:AP____8H", "has no offset"},
-		{"no such partition", "v2:CQA", "no partition 9"},
+		{"no such partition", "v2:gAkA", "no partition 9"}, // 9<<7: partition 9, no check
 	} {
 		t.Run(tc.name, func(t *testing.T) { invalid(t, b, tc.id, "invalid-id", tc.errHas) })
 	}
@@ -322,5 +322,79 @@ func TestCompactIDRecreatedTopic(t *testing.T) {
 	defer func() { _ = body.Close() }()
 	if d, _ := resyncOf(t, p); d.Reason != "invalid-id" || !strings.Contains(d.Error, "deleted and created again") {
 		t.Fatalf("resync = %+v", d)
+	}
+}
+
+// TestCompactIDsPositionTopicRecreated: the position topic is deleted and created again, and other
+// checkpoints of the same data topic take the offsets the old ones had. An id made before names an offset
+// that now holds another checkpoint: a gateway answers it with an invalid-id resync, never with the other
+// checkpoint's position.
+func TestCompactIDsPositionTopicRecreated(t *testing.T) {
+	topic := kafkatest.NewTopic(t, 4, nil)
+	pt := kafkatest.NewTopic(t, 1, nil)
+	a := startGateway(t, []string{topic}, func(c *Config) { c.IDFormat, c.PositionTopic = "v2", pt })
+	a.waitReady(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	c := connect(t, ctx, a.url+"/streams/"+topic)
+	waitFirstCheckpoint(t, a, topic)
+	cl := kafkatest.Client(t, kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	produceSpread(t, cl, 20, 4, 10)
+	evs := readN(t, c.p, 20)
+	id := evs[len(evs)-1].ID
+	cpt, err := position.ParseCompact(id)
+	if err != nil {
+		t.Fatalf("last id %q: %v", id, err)
+	}
+	if cpt.Ref().Check == 0 {
+		t.Fatalf("id %s has no check", id)
+	}
+	a.stop()
+	if err := <-a.done; err != nil {
+		t.Fatalf("gateway Run: %v", err)
+	}
+	a.done <- nil // for the cleanup, which waits for it too
+
+	// The position topic again, from offset 0, with checkpoints of the same topic up to past the old id's
+	// offset, of another position than the one the id was made against: applied to one, the id says another
+	// position than the client's (here, one past the topic's end).
+	adm := kafkatest.Admin(t)
+	if _, err := adm.DeleteTopics(ctx, pt); err != nil {
+		t.Fatal(err)
+	}
+	td, err := adm.ListTopics(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var end position.Vector
+	for p := range int32(4) {
+		end.Set(p, 0)
+	}
+	other := position.AppendCheckpoint(nil, position.Checkpoint{Topic: topic, TopicID: td[topic].ID, Writer: "another-pod", Vector: end})
+	recs := make([]*kgo.Record, cpt.Ref().Offset+1)
+	for i := range recs {
+		recs[i] = &kgo.Record{Topic: pt, Value: other}
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		_, err := adm.CreateTopic(ctx, 1, 1, nil, pt)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("creating %s again: %v", pt, err)
+		}
+		time.Sleep(200 * time.Millisecond) // the deletion is still under way
+	}
+	kafkatest.Produce(t, kafkatest.Client(t), recs...)
+
+	b := startGateway(t, []string{topic}, func(c *Config) { c.PositionTopic = pt })
+	b.waitReady(t)
+	_, p, body, err := openStream(ctx, b.url+"/streams/"+topic, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = body.Close() }()
+	if d, _ := resyncOf(t, p); d.Reason != "invalid-id" || !strings.Contains(d.Error, "not the checkpoint it was made against") {
+		t.Fatalf("resync = %+v, want invalid-id naming the other record", d)
 	}
 }

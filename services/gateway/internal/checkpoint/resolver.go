@@ -126,7 +126,7 @@ func NewResolver(topic string, log Fetcher, gone func(error) bool, size int, opt
 // Topic returns the position topic.
 func (r *Resolver) Topic() string { return r.topic }
 
-func (r *Resolver) add(ref position.Ref, cp *position.Checkpoint) { r.cache.Add(ref, cp) }
+func (r *Resolver) add(ref position.Ref, cp *position.Checkpoint) { r.cache.Add(ref.Record(), cp) }
 
 // Resolve returns the position id says, in data topic topic whose Kafka id is topicID (zero: not checked).
 // It fails with an error wrapping ErrInvalid or ErrGone (see errors.go), with a Kafka error, or with ctx's
@@ -150,7 +150,7 @@ func (r *Resolver) Cached(id, topic string, topicID [16]byte) (position.Vector, 
 	if err != nil {
 		return position.Vector{}, false
 	}
-	cp, ok := r.cache.Get(c.Ref())
+	cp, ok := r.cache.Get(c.Ref().Record())
 	if !ok {
 		return position.Vector{}, false
 	}
@@ -158,7 +158,19 @@ func (r *Resolver) Cached(id, topic string, topicID [16]byte) (position.Vector, 
 	return v, err == nil
 }
 
+// Matches says, as an error wrapping ErrInvalid, when cp is not the checkpoint ref was made against: ref has
+// a check, and cp's record another.
+func Matches(ref position.Ref, cp *position.Checkpoint) error {
+	if ref.Check != 0 && ref.Check != cp.Sum {
+		return fmt.Errorf("%w: the record at partition %d offset %d of the position topic is not the checkpoint it was made against (the position topic was deleted and created again, or lost records)", ErrInvalid, ref.Partition, ref.Offset)
+	}
+	return nil
+}
+
 func apply(c position.Compact, cp *position.Checkpoint, topic string, topicID [16]byte) (position.Vector, error) {
+	if err := Matches(c.Ref(), cp); err != nil {
+		return position.Vector{}, err
+	}
 	switch {
 	case cp.Topic != topic:
 		return position.Vector{}, fmt.Errorf("%w: it refers to a checkpoint of topic %q", ErrInvalid, cp.Topic)
@@ -178,6 +190,7 @@ func apply(c position.Compact, cp *position.Checkpoint, topic string, topicID [1
 // first gets ctx.Err(). A reader that leaves that way takes its read with it: the callers still waiting try
 // again, and one of them reads.
 func (r *Resolver) Checkpoint(ctx context.Context, ref position.Ref) (*position.Checkpoint, error) {
+	ref = ref.Record() // the record, whatever check an id has for it: apply compares them
 	if r.topic == "" {
 		return nil, fmt.Errorf("%w: this gateway has no position topic", ErrInvalid)
 	}

@@ -103,13 +103,25 @@ func TestResolve(t *testing.T) {
 		{"recreated topic", id(position.Ref{Offset: 1}, "v1:0-10.1-20"), "orders", [16]byte{8}, ErrInvalid},
 		{"past the end", id(position.Ref{Offset: 99}, "v1:0-10.1-20"), "orders", kid, ErrInvalid},
 		{"no partition", id(position.Ref{Partition: 3, Offset: 1}, "v1:0-10.1-20"), "orders", kid, ErrInvalid},
+		// The id was made against another record at offset 1: the position topic was created again.
+		{"another record at the offset", id(position.Ref{Offset: 1, Check: 1 + position.CheckpointSum(log.values[1])%127}, "v1:0-10.1-20"), "orders", kid, ErrInvalid},
+		{"its own record", id(position.Ref{Offset: 1, Check: position.CheckpointSum(log.values[1])}, "v1:0-11.1-20"), "orders", kid, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := r.Resolve(ctx, tc.id, tc.topic, tc.kid); !errors.Is(err, tc.want) {
+			if _, err := r.Resolve(ctx, tc.id, tc.topic, tc.kid); !errors.Is(err, tc.want) || tc.want == nil && err != nil {
 				t.Fatalf("Resolve = %v, want %v", err, tc.want)
 			}
 		})
 	}
+	t.Run("check of a cached checkpoint", func(t *testing.T) {
+		sum := position.CheckpointSum(log.values[1])
+		if _, ok := r.Cached(id(position.Ref{Offset: 1, Check: sum}, "v1:0-11.1-20"), "orders", kid); !ok {
+			t.Fatal("Cached refuses an id with its record's check")
+		}
+		if _, ok := r.Cached(id(position.Ref{Offset: 1, Check: 1 + sum%127}, "v1:0-11.1-20"), "orders", kid); ok {
+			t.Fatal("Cached resolves an id made against another record")
+		}
+	})
 	t.Run("gone", func(t *testing.T) {
 		r, _ := NewResolver("positions", &fakeLog{low: 5}, func(err error) bool { return errors.Is(err, errGone) }, 8)
 		if _, err := r.Resolve(ctx, id(position.Ref{Offset: 1}, "v1:0-10.1-20"), "orders", kid); !errors.Is(err, ErrGone) {

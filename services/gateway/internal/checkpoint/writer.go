@@ -58,16 +58,17 @@ func (w *Writer) EnsureTopic(ctx context.Context) error {
 
 // Write starts writing a checkpoint of data topic topic (whose Kafka id is topicID) at v, which the caller
 // must not change afterwards. done is called once, on the client's goroutine, with where the record is once
-// Kafka acknowledged it, or with the error that ended the write.
+// Kafka acknowledged it (and its check, for the ids that name it), or with the error that ended the write.
 func (w *Writer) Write(topic string, topicID [16]byte, v position.Vector, done func(position.Ref, error)) {
 	cp := position.Checkpoint{Topic: topic, TopicID: topicID, Writer: w.writer, Vector: v}
 	rec := &kgo.Record{Key: []byte(w.writer + "/" + topic), Value: position.AppendCheckpoint(nil, cp)}
+	cp.Sum = position.CheckpointSum(rec.Value)
 	w.cl.Produce(context.Background(), rec, func(r *kgo.Record, err error) {
 		if err != nil {
 			done(position.Ref{}, fmt.Errorf("checkpoint: write to %s: %w", w.topic, err))
 			return
 		}
-		ref := position.Ref{Partition: r.Partition, Offset: r.Offset}
+		ref := position.Ref{Partition: r.Partition, Offset: r.Offset, Check: cp.Sum}
 		if w.cache != nil {
 			w.cache.add(ref, &cp)
 		}
