@@ -388,30 +388,7 @@ func (a *App) Run(ctx context.Context) error {
 	feedCtx, stopFeed := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopFeed()
 	var wg sync.WaitGroup
-	wg.Go(func() {
-		if err := a.feed.Run(feedCtx); err != nil {
-			a.log.Error("kafka feed stopped", "err", err)
-		}
-	})
-	wg.Go(func() { a.gate.run(feedCtx) })
-	wg.Go(func() {
-		topics := a.feed.Topics()
-		if a.cfg.PositionTopic != "" {
-			topics = append(topics, a.cfg.PositionTopic)
-		}
-		a.replayLog.KeepWarm(feedCtx, func() []string { return topics })
-	})
-	wg.Go(func() { a.takeOverWhenReady(ctx) })
-	if a.checkpoints != nil {
-		wg.Go(func() {
-			// Until the position topic exists, checkpoint writes fail and frames get v1 ids: exact all the same.
-			ectx, cancel := context.WithTimeout(feedCtx, 30*time.Second)
-			defer cancel()
-			if err := a.checkpoints.EnsureTopic(ectx); err != nil {
-				a.log.Warn("could not create the position topic; v2 ids need it", "topic", a.cfg.PositionTopic, "err", err)
-			}
-		})
-	}
+	a.startWork(ctx, feedCtx, &wg)
 	serveErr := make(chan error, 1)
 	adminErr := make(chan error, 1)
 	go func() { serveErr <- a.srv.Serve() }()
@@ -480,6 +457,45 @@ func (a *App) Run(ctx context.Context) error {
 	a.stopTelemetry()
 	a.log.Info("gateway stopped")
 	return err
+}
+
+// startWork starts, on wg, what runs beside the servers: the Kafka feed, the gate, the replay log's warm
+// connections and the takeover of the writer pool (until feedCtx or ctx ends), and the position topic's
+// creation.
+func (a *App) startWork(ctx, feedCtx context.Context, wg *sync.WaitGroup) {
+	wg.Go(func() {
+		if err := a.feed.Run(feedCtx); err != nil {
+			a.log.Error("kafka feed stopped", "err", err)
+		}
+	})
+	wg.Go(func() { a.gate.run(feedCtx) })
+	wg.Go(func() {
+		topics := a.feed.Topics()
+		if a.cfg.PositionTopic != "" {
+			topics = append(topics, a.cfg.PositionTopic)
+		}
+		a.replayLog.KeepWarm(feedCtx, func() []string { return topics })
+	})
+	wg.Go(func() { a.takeOverWhenReady(ctx) })
+	if a.checkpoints != nil {
+		wg.Go(func() { a.ensurePositionTopic(feedCtx) })
+	}
+}
+
+// ensurePositionTopic creates the position topic if it is missing, and warns of each topic that keeps records
+// longer than it keeps checkpoints. Until the topic exists, checkpoint writes fail and frames get v1 ids:
+// exact all the same.
+func (a *App) ensurePositionTopic(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	retention, longer, err := a.checkpoints.EnsureTopic(ctx, a.feed.Topics())
+	if err != nil {
+		a.log.Warn("could not create the position topic; v2 ids need it", "topic", a.cfg.PositionTopic, "err", err)
+	}
+	for topic, r := range longer {
+		a.log.Warn("the position topic keeps checkpoints for less time than this topic keeps records: v2 ids older than that get a retention resync, though their records are still there; raise the position topic's retention.ms",
+			"position_topic", a.cfg.PositionTopic, "position_retention_ms", retention, "topic", topic, "topic_retention_ms", r)
+	}
 }
 
 // telemetryShutdown bounds the export of the last spans at shutdown. The drain's deadline (drain + write

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -46,14 +47,72 @@ func NewWriter(topic, writer string, cache *Resolver, kafkaOpts ...kgo.Opt) (*Wr
 // Close flushes nothing and closes the client: checkpoints not yet acknowledged are never referred to.
 func (w *Writer) Close() { w.cl.Close() }
 
-// EnsureTopic creates the position topic with one partition and the brokers' default replication when it
-// does not exist. A topic that exists is left as it is.
-func (w *Writer) EnsureTopic(ctx context.Context) error {
-	_, err := kadm.NewClient(w.cl).CreateTopic(ctx, 1, -1, nil, w.topic)
-	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
-		return fmt.Errorf("checkpoint: create %s: %w", w.topic, err)
+// EnsureTopic creates the position topic when it does not exist: one partition, the brokers' default
+// replication, and the longest retention.ms of the data topics that have a finite one, so that checkpoints
+// last as long as the records their ids lead to (the brokers' default when none does). A topic that exists
+// is left as it is. It then returns the position topic's retention.ms (-1: forever) and the data topics that
+// keep records longer than that (with their retention.ms): their clients' v2 ids older than it get a
+// retention resync though the records are still there. Data topics that do not exist yet are left out.
+func (w *Writer) EnsureTopic(ctx context.Context, data []string) (retention int64, longer map[string]int64, err error) {
+	adm := kadm.NewClient(w.cl)
+	rets, err := retentions(ctx, adm, data...)
+	if err != nil {
+		return 0, nil, err
 	}
-	return nil
+	var longest int64
+	for _, r := range rets {
+		longest = max(longest, r)
+	}
+	var configs map[string]*string
+	if longest > 0 {
+		configs = map[string]*string{"retention.ms": kadm.StringPtr(strconv.FormatInt(longest, 10))}
+	}
+	if _, err := adm.CreateTopic(ctx, 1, -1, configs, w.topic); err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+		return 0, nil, fmt.Errorf("checkpoint: create %s: %w", w.topic, err)
+	}
+	own, err := retentions(ctx, adm, w.topic)
+	if err != nil {
+		return 0, nil, err
+	}
+	retention, ok := own[w.topic]
+	if !ok {
+		return 0, nil, fmt.Errorf("checkpoint: %s has no retention.ms", w.topic)
+	}
+	for t, r := range rets {
+		if retention >= 0 && (r < 0 || r > retention) {
+			if longer == nil {
+				longer = map[string]int64{}
+			}
+			longer[t] = r
+		}
+	}
+	return retention, longer, nil
+}
+
+// retentions returns the retention.ms of those of topics that exist.
+func retentions(ctx context.Context, adm *kadm.Client, topics ...string) (map[string]int64, error) {
+	if len(topics) == 0 {
+		return nil, nil
+	}
+	rcs, err := adm.DescribeTopicConfigs(ctx, topics...)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: describe the configs of %v: %w", topics, err)
+	}
+	out := map[string]int64{}
+	for _, rc := range rcs {
+		if rc.Err != nil {
+			continue // not there (yet)
+		}
+		for _, c := range rc.Configs {
+			if c.Key != "retention.ms" || c.Value == nil {
+				continue
+			}
+			if r, err := strconv.ParseInt(*c.Value, 10, 64); err == nil {
+				out[rc.Name] = r
+			}
+		}
+	}
+	return out, nil
 }
 
 // Write starts writing a checkpoint of data topic topic (whose Kafka id is topicID) at v, which the caller
