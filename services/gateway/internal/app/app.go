@@ -489,7 +489,10 @@ func (a *App) ensurePositionTopic(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	retention, longer, err := a.checkpoints.EnsureTopic(ctx, a.feed.Topics())
-	if err != nil {
+	switch {
+	case errors.Is(err, checkpoint.ErrRetention):
+		a.log.Warn("could not compare the position topic's retention with the topics' (the principal needs DescribeConfigs on them)", "topic", a.cfg.PositionTopic, "err", err)
+	case err != nil:
 		a.log.Warn("could not create the position topic; v2 ids need it", "topic", a.cfg.PositionTopic, "err", err)
 	}
 	for topic, r := range longer {

@@ -24,7 +24,7 @@ type Resolver struct {
 	topic string
 	log   Fetcher
 	gone  func(error) bool
-	cache *lru.Cache[position.Ref, *position.Checkpoint]
+	cache *lru.Cache[position.Ref, cached]
 	// failed holds the refs whose read ended in ErrInvalid or ErrGone, until failTTL after it: a storm of one
 	// bad id costs one read.
 	failed  *lru.Cache[position.Ref, failure]
@@ -106,7 +106,7 @@ func NewResolver(topic string, log Fetcher, gone func(error) bool, size int, opt
 	if cfg.failTTL <= 0 {
 		cfg.failTTL = DefaultFailureTTL
 	}
-	c, err := lru.New[position.Ref, *position.Checkpoint](size)
+	c, err := lru.New[position.Ref, cached](size)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint: %w", err)
 	}
@@ -126,7 +126,15 @@ func NewResolver(topic string, log Fetcher, gone func(error) bool, size int, opt
 // Topic returns the position topic.
 func (r *Resolver) Topic() string { return r.topic }
 
-func (r *Resolver) add(ref position.Ref, cp *position.Checkpoint) { r.cache.Add(ref.Record(), cp) }
+// cached is a checkpoint in the cache, and when it was read.
+type cached struct {
+	cp *position.Checkpoint
+	at time.Time
+}
+
+func (r *Resolver) add(ref position.Ref, cp *position.Checkpoint) {
+	r.cache.Add(ref.Record(), cached{cp: cp, at: time.Now()})
+}
 
 // Resolve returns the position id says, in data topic topic whose Kafka id is topicID (zero: not checked).
 // It fails with an error wrapping ErrInvalid or ErrGone (see errors.go), with a Kafka error, or with ctx's
@@ -140,7 +148,26 @@ func (r *Resolver) Resolve(ctx context.Context, id, topic string, topicID [16]by
 	if err != nil {
 		return position.Vector{}, err
 	}
+	if Matches(c.Ref(), cp) != nil && r.forgetStale(c.Ref(), cp) {
+		// The record may not be the one cached: the position topic created again since. Read it again.
+		if cp, err = r.Checkpoint(ctx, c.Ref()); err != nil {
+			return position.Vector{}, err
+		}
+	}
 	return apply(c, cp, topic, topicID)
+}
+
+// forgetStale drops cp, the cached checkpoint at ref, when it was read longer ago than failTTL, so that the
+// next look reads the record again; it reports whether it did. An id whose check is not the cached record's
+// is then answered by the record Kafka holds now, and any client can send such ids, so a record is read
+// again at most once per failTTL.
+func (r *Resolver) forgetStale(ref position.Ref, cp *position.Checkpoint) bool {
+	e, ok := r.cache.Peek(ref.Record())
+	if !ok || e.cp != cp || time.Since(e.at) <= r.failTTL {
+		return false
+	}
+	r.cache.Remove(ref.Record())
+	return true
 }
 
 // Cached is Resolve without Kafka: it reports false when the checkpoint is not in the cache, or the id does
@@ -150,11 +177,11 @@ func (r *Resolver) Cached(id, topic string, topicID [16]byte) (position.Vector, 
 	if err != nil {
 		return position.Vector{}, false
 	}
-	cp, ok := r.cache.Get(c.Ref().Record())
+	e, ok := r.cache.Get(c.Ref().Record())
 	if !ok {
 		return position.Vector{}, false
 	}
-	v, err := apply(c, cp, topic, topicID)
+	v, err := apply(c, e.cp, topic, topicID)
 	return v, err == nil
 }
 
@@ -227,8 +254,8 @@ func (r *Resolver) Checkpoint(ctx context.Context, ref position.Ref) (*position.
 // remembered returns the checkpoint at ref from the cache, or the error of a failed read of it that has not
 // expired; nil and nil when it has neither.
 func (r *Resolver) remembered(ref position.Ref) (*position.Checkpoint, error) {
-	if cp, ok := r.cache.Get(ref); ok {
-		return cp, nil
+	if e, ok := r.cache.Get(ref); ok {
+		return e.cp, nil
 	}
 	if f, ok := r.failed.Get(ref); ok && time.Now().Before(f.until) {
 		return nil, f.err
@@ -244,7 +271,7 @@ func (r *Resolver) lead(ctx context.Context, ref position.Ref, fl *flight) (*pos
 	r.mu.Lock()
 	switch {
 	case err == nil:
-		r.cache.Add(ref, cp)
+		r.cache.Add(ref, cached{cp: cp, at: time.Now()})
 	case errors.Is(err, ErrInvalid) || errors.Is(err, ErrGone):
 		r.failed.Add(ref, failure{err: err, until: time.Now().Add(r.failTTL)})
 	case ctx.Err() != nil:

@@ -398,3 +398,51 @@ func TestResolveMalformedReadsNothing(t *testing.T) {
 		t.Fatalf("%d reads for malformed ids, want none", n)
 	}
 }
+
+// TestResolveRereadsStaleRecord: after the position topic is created again, the record at a cached offset
+// is another one. An id made against the new record is refused while the cached one is fresh (any client can
+// send ids with any check, and each must not cost a read), and resolves once the cached one is older than
+// the failure TTL: the record is read again.
+func TestResolveRereadsStaleRecord(t *testing.T) {
+	kid := [16]byte{7}
+	base := position.MustParse("v1:0-10.1-20")
+	record := func(writer string) []byte {
+		return position.AppendCheckpoint(nil, position.Checkpoint{Topic: "orders", TopicID: kid, Writer: writer, Vector: base})
+	}
+	log := &fakeLog{values: [][]byte{record("old-pod")}}
+	const ttl = 50 * time.Millisecond
+	r, err := NewResolver("positions", log, nil, 8, WithFailures(0, ttl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := func(rec []byte) string {
+		b, ok := position.AppendCompact(nil, position.Ref{Offset: 0, Check: position.CheckpointSum(rec)}, base, position.MustParse("v1:0-11.1-20"), 256)
+		if !ok {
+			t.Fatal("AppendCompact refused")
+		}
+		return string(b)
+	}
+	ctx := t.Context()
+	old := id(log.values[0])
+	if _, err := r.Resolve(ctx, old, "orders", kid); err != nil {
+		t.Fatal(err)
+	}
+	log.values[0] = record("new-pod") // the topic created again: another checkpoint at offset 0
+	fresh := id(log.values[0])
+	if _, err := r.Resolve(ctx, fresh, "orders", kid); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("Resolve against a fresh cached record = %v, want ErrInvalid", err)
+	}
+	if n := log.fetches.Load(); n != 1 {
+		t.Fatalf("%d fetches while the cached record is fresh, want 1", n)
+	}
+	time.Sleep(2 * ttl)
+	if v, err := r.Resolve(ctx, fresh, "orders", kid); err != nil || v.String() != "v1:0-11.1-20" {
+		t.Fatalf("Resolve once the cached record is stale = %v, %v; want the new record's position", v, err)
+	}
+	if _, err := r.Resolve(ctx, old, "orders", kid); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("the old id after the record changed = %v, want ErrInvalid", err)
+	}
+	if n := log.fetches.Load(); n != 2 {
+		t.Fatalf("%d fetches, want 2: one more once the cached record was stale", n)
+	}
+}

@@ -47,18 +47,20 @@ func NewWriter(topic, writer string, cache *Resolver, kafkaOpts ...kgo.Opt) (*Wr
 // Close flushes nothing and closes the client: checkpoints not yet acknowledged are never referred to.
 func (w *Writer) Close() { w.cl.Close() }
 
+// ErrRetention is EnsureTopic's error when the retention of the position topic or of the data topics could
+// not be read (DescribeConfigs refused, or not answered): the topic was created or found all the same.
+var ErrRetention = errors.New("checkpoint: the topics' retention.ms could not be read")
+
 // EnsureTopic creates the position topic when it does not exist: one partition, the brokers' default
-// replication, and the longest retention.ms of the data topics that have a finite one, so that checkpoints
-// last as long as the records their ids lead to (the brokers' default when none does). A topic that exists
-// is left as it is. It then returns the position topic's retention.ms (-1: forever) and the data topics that
-// keep records longer than that (with their retention.ms): their clients' v2 ids older than it get a
-// retention resync though the records are still there. Data topics that do not exist yet are left out.
+// replication, and the longest finite retention.ms of the data topics, so that checkpoints last as long as
+// the records their ids lead to (the brokers' default when none has one, or their configs cannot be read).
+// A topic that exists is left as it is. It then returns the position topic's retention.ms (-1: forever) and
+// the data topics that keep records longer than that (with their retention.ms): their clients' v2 ids older
+// than it get a retention resync though the records are still there. Data topics that do not exist yet are
+// left out. An error wrapping ErrRetention says only the comparison could not be made.
 func (w *Writer) EnsureTopic(ctx context.Context, data []string) (retention int64, longer map[string]int64, err error) {
 	adm := kadm.NewClient(w.cl)
-	rets, err := retentions(ctx, adm, data...)
-	if err != nil {
-		return 0, nil, err
-	}
+	rets, rerr := retentions(ctx, adm, data...)
 	var longest int64
 	for _, r := range rets {
 		longest = max(longest, r)
@@ -70,13 +72,27 @@ func (w *Writer) EnsureTopic(ctx context.Context, data []string) (retention int6
 	if _, err := adm.CreateTopic(ctx, 1, -1, configs, w.topic); err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 		return 0, nil, fmt.Errorf("checkpoint: create %s: %w", w.topic, err)
 	}
-	own, err := retentions(ctx, adm, w.topic)
-	if err != nil {
-		return 0, nil, err
+	if rerr != nil {
+		return 0, nil, rerr
+	}
+	// A broker may not know a topic created a moment ago: ask again, briefly.
+	var own map[string]int64
+	for range 10 {
+		if own, err = retentions(ctx, adm, w.topic); err != nil || own[w.topic] != 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return 0, nil, fmt.Errorf("%w: %w", ErrRetention, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
 	}
 	retention, ok := own[w.topic]
-	if !ok {
-		return 0, nil, fmt.Errorf("checkpoint: %s has no retention.ms", w.topic)
+	switch {
+	case err != nil:
+		return 0, nil, err
+	case !ok:
+		return 0, nil, fmt.Errorf("%w: %s has none", ErrRetention, w.topic)
 	}
 	for t, r := range rets {
 		if retention >= 0 && (r < 0 || r > retention) {
@@ -96,7 +112,7 @@ func retentions(ctx context.Context, adm *kadm.Client, topics ...string) (map[st
 	}
 	rcs, err := adm.DescribeTopicConfigs(ctx, topics...)
 	if err != nil {
-		return nil, fmt.Errorf("checkpoint: describe the configs of %v: %w", topics, err)
+		return nil, fmt.Errorf("%w: describe the configs of %v: %w", ErrRetention, topics, err)
 	}
 	out := map[string]int64{}
 	for _, rc := range rcs {
