@@ -313,6 +313,13 @@ func TestCompactIDRecreatedTopic(t *testing.T) {
 	recreateTopic(t, ctx, topic, 4)
 	cl2 := kafkatest.Client(t, kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	produceSpread(t, cl2, 20, 4, 10)
+	invalidOnNewGateway(t, ctx, topic, pt, id, "deleted and created again")
+}
+
+// invalidOnNewGateway starts a gateway of topic with position topic pt, and checks that it answers id with
+// an invalid-id resync whose error has errHas.
+func invalidOnNewGateway(t *testing.T, ctx context.Context, topic, pt, id, errHas string) {
+	t.Helper()
 	b := startGateway(t, []string{topic}, func(c *Config) { c.PositionTopic = pt })
 	b.waitReady(t)
 	_, p, body, err := openStream(ctx, b.url+"/streams/"+topic, id)
@@ -320,8 +327,8 @@ func TestCompactIDRecreatedTopic(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = body.Close() }()
-	if d, _ := resyncOf(t, p); d.Reason != "invalid-id" || !strings.Contains(d.Error, "deleted and created again") {
-		t.Fatalf("resync = %+v", d)
+	if d, _ := resyncOf(t, p); d.Reason != "invalid-id" || !strings.Contains(d.Error, errHas) {
+		t.Fatalf("resync = %+v, want invalid-id with %q", d, errHas)
 	}
 }
 
@@ -358,11 +365,7 @@ func TestCompactIDsPositionTopicRecreated(t *testing.T) {
 	// The position topic again, from offset 0, with checkpoints of the same topic up to past the old id's
 	// offset, of another position than the one the id was made against: applied to one, the id says another
 	// position than the client's (here, one past the topic's end).
-	adm := kafkatest.Admin(t)
-	if _, err := adm.DeleteTopics(ctx, pt); err != nil {
-		t.Fatal(err)
-	}
-	td, err := adm.ListTopics(ctx, topic)
+	td, err := kafkatest.Admin(t).ListTopics(ctx, topic)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -375,26 +378,8 @@ func TestCompactIDsPositionTopicRecreated(t *testing.T) {
 	for i := range recs {
 		recs[i] = &kgo.Record{Topic: pt, Value: other}
 	}
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		_, err := adm.CreateTopic(ctx, 1, 1, nil, pt)
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("creating %s again: %v", pt, err)
-		}
-		time.Sleep(200 * time.Millisecond) // the deletion is still under way
-	}
+	recreateTopic(t, ctx, pt, 1)
 	kafkatest.Produce(t, kafkatest.Client(t), recs...)
 
-	b := startGateway(t, []string{topic}, func(c *Config) { c.PositionTopic = pt })
-	b.waitReady(t)
-	_, p, body, err := openStream(ctx, b.url+"/streams/"+topic, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = body.Close() }()
-	if d, _ := resyncOf(t, p); d.Reason != "invalid-id" || !strings.Contains(d.Error, "not the checkpoint it was made against") {
-		t.Fatalf("resync = %+v, want invalid-id naming the other record", d)
-	}
+	invalidOnNewGateway(t, ctx, topic, pt, id, "not the checkpoint it was made against")
 }
