@@ -90,7 +90,7 @@ func (c *checkpoints) base(ref position.Ref) (position.Vector, error) {
 		cp, ok := c.m[ref.Record()]
 		c.mu.Unlock()
 		switch {
-		case ok && ref.Check != 0 && ref.Check != cp.Sum:
+		case ok && !ref.Fits(&cp):
 			return position.Vector{}, fmt.Errorf("the id's check %d is not that of the checkpoint at %s partition %d offset %d (%d)", ref.Check, c.topic, ref.Partition, ref.Offset, cp.Sum)
 		case ok:
 			return cp.Vector, nil

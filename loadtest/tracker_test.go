@@ -185,3 +185,20 @@ func TestTrackerCompactIDs(t *testing.T) {
 		t.Fatalf("v1 frames = %d, want 1", tr.v1Frames())
 	}
 }
+
+// TestCheckpointsCheckTheRecord: an id whose check is not its record's is an error, not that record's
+// vector; an id without a check takes the record as it is.
+func TestCheckpointsCheckTheRecord(t *testing.T) {
+	cps := newCheckpoints(nil, "positions")
+	cps.once.Do(func() {}) // no Kafka: the checkpoints are given
+	cps.m[position.Ref{Partition: 0, Offset: 5}] = position.Checkpoint{Vector: position.MustParse("v1:0-5"), Sum: 9}
+	for _, tc := range []struct {
+		check uint8
+		ok    bool
+	}{{9, true}, {0, true}, {10, false}} {
+		v, err := cps.base(position.Ref{Partition: 0, Offset: 5, Check: tc.check})
+		if (err == nil) != tc.ok || tc.ok && v.String() != "v1:0-5" {
+			t.Errorf("check %d: base = %v, %v; want ok %v", tc.check, v, err, tc.ok)
+		}
+	}
+}

@@ -36,6 +36,10 @@ type Ref struct {
 // Record returns r without its Check: where the record is, the key of caches of checkpoints.
 func (r Ref) Record() Ref { return Ref{Partition: r.Partition, Offset: r.Offset} }
 
+// Fits reports whether cp, read at r's record, can be the checkpoint an id naming r was made against: r has
+// no check, or cp's record has r's.
+func (r Ref) Fits(cp *Checkpoint) bool { return r.Check == 0 || r.Check == cp.Sum }
+
 // Compact is a parsed compact id: a checkpoint it refers to, and the entries in which the position differs
 // from the checkpoint's vector. It says nothing until applied to that vector (Apply).
 //

@@ -188,7 +188,7 @@ func (r *Resolver) Cached(id, topic string, topicID [16]byte) (position.Vector, 
 // Matches says, as an error wrapping ErrInvalid, when cp is not the checkpoint ref was made against: ref has
 // a check, and cp's record another.
 func Matches(ref position.Ref, cp *position.Checkpoint) error {
-	if ref.Check != 0 && ref.Check != cp.Sum {
+	if !ref.Fits(cp) {
 		return fmt.Errorf("%w: the record at partition %d offset %d of the position topic is not the checkpoint it was made against (the position topic was deleted and created again, or lost records)", ErrInvalid, ref.Partition, ref.Offset)
 	}
 	return nil

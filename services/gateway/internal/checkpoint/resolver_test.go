@@ -410,7 +410,7 @@ func TestResolveRereadsStaleRecord(t *testing.T) {
 		return position.AppendCheckpoint(nil, position.Checkpoint{Topic: "orders", TopicID: kid, Writer: writer, Vector: base})
 	}
 	log := &fakeLog{values: [][]byte{record("old-pod")}}
-	const ttl = 50 * time.Millisecond
+	const ttl = 500 * time.Millisecond // the two resolves after the change must come within it
 	r, err := NewResolver("positions", log, nil, 8, WithFailures(0, ttl))
 	if err != nil {
 		t.Fatal(err)

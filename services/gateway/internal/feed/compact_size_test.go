@@ -1,12 +1,9 @@
 package feed
 
 import (
-	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"testing"
-
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/ssegate/ssegate/pkg/position"
 )
@@ -19,56 +16,33 @@ type idSizeRun struct {
 }
 
 // run feeds n records and returns the mean length of the frames' ids, and the checkpoints written.
-func (r idSizeRun) run(tb testing.TB, n int) (idBytes float64, checkpoints int) {
+func (m idSizeRun) run(tb testing.TB, n int) (idBytes float64, checkpoints int) {
 	tb.Helper()
-	h := &heldCheckpoints{}
-	f, err := NewWith(Config{Topics: []string{"t"}, RingBytes: 64 << 20, Checkpoints: h, CheckpointsInFlight: r.inFlight}, nil)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tp := f.Topic("t")
-	var ps []int32
-	zeros := map[int32]int64{}
-	for p := range int32(r.parts) {
-		ps = append(ps, p)
-		zeros[p] = 0
-	}
-	tp.assign(ps, zeros, zeros, true, 0)
-	tp.setID([16]byte{1})
-	cursor, _ := tp.ring.Start(nil)
+	r := newCompactRun(tb, int32(m.parts), Config{RingBytes: 64 << 20, CheckpointsInFlight: m.inFlight})
 	rnd := rand.New(rand.NewPCG(1, 2))
-	next := map[int32]int64{}
 	due := []int{0} // per checkpoint write, the record count at which Kafka acknowledges it
 	acked, sent, total := 0, 0, 0
 	for sent < n {
 		// The poll's records arrive together once the last of them is written, at sent+batch: every
 		// acknowledgement due by then has come.
-		for acked < h.count() && due[acked] <= sent+r.batch {
-			h.call(tb, acked).done(position.Ref{Partition: 0, Offset: int64(1000 + acked)}, nil)
+		for acked < r.h.count() && due[acked] <= sent+m.batch {
+			r.ack(acked, position.Ref{Partition: 0, Offset: int64(1000 + acked)})
 			acked++
 		}
-		fs := make([]Fetched, 0, r.batch)
-		for range r.batch {
-			q := rnd.Int32N(int32(r.parts))
-			rec := &kgo.Record{Topic: "t", Partition: q, Offset: next[q], Value: []byte("x")}
-			fs = append(fs, Fetched{Topic: "t", Partition: q, Records: []*kgo.Record{rec}, First: next[q], Next: next[q] + 1, LastStable: -1, LogStart: -1})
-			next[q]++
+		fs := make([]Fetched, 0, m.batch)
+		for range m.batch {
+			fs = append(fs, r.record(rnd.Int32N(int32(m.parts))))
 		}
-		tp.publish(fs)
-		sent += r.batch
-		for len(due) < h.count() {
-			due = append(due, sent+r.ackAfter)
+		r.tp.publish(fs)
+		sent += m.batch
+		for len(due) < r.h.count() {
+			due = append(due, sent+m.ackAfter)
 		}
-		frames, nc, _, err := tp.ring.ReadFrames(cursor, nil, 64<<20)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		cursor = nc
-		for _, fr := range frames {
-			total += bytes.IndexByte(fr.Bytes, '\n') - len("id: ")
+		for _, id := range r.ids() {
+			total += len(id)
 		}
 	}
-	return float64(total) / float64(sent), h.count()
+	return float64(total) / float64(sent), r.h.count()
 }
 
 // BenchmarkCompactIDSize reports the mean compact id length (id-bytes/frame) at 256 partitions, by how many
