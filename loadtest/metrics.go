@@ -101,39 +101,65 @@ type gatewayCounters struct {
 	Goroutines float64 `json:"go_goroutines"`
 }
 
+// counterSources names, for each field of gatewayCounters, the metric it sums and the labels it matches
+// (topic: the run's topic; a nil match: every series).
+func (c *gatewayCounters) counterSources(topic string) []struct {
+	field *float64
+	name  string
+	match map[string]string
+} {
+	t := map[string]string{"topic": topic}
+	with := func(k, v string) map[string]string { return map[string]string{"topic": topic, k: v} }
+	type src = struct {
+		field *float64
+		name  string
+		match map[string]string
+	}
+	return []src{
+		{&c.ReplayReads, "ssegate_replay_reads_total", nil}, // the replay pool is shared by topics
+		{&c.CacheHits, "ssegate_replay_cache_hits_total", nil},
+		{&c.ResumesRing, "ssegate_resumes_total", with("source", "ring")},
+		{&c.ResumesKafka, "ssegate_resumes_total", with("source", "kafka")},
+		{&c.ClosedWrite, "ssegate_connections_closed_total", with("reason", "write_failed")},
+		{&c.ClosedBehind, "ssegate_connections_closed_total", with("reason", "behind")},
+		{&c.ClosedClient, "ssegate_connections_closed_total", with("reason", "client_gone")},
+		{&c.FramesWritten, "ssegate_frames_written_total", t},
+		{&c.Resyncs, "ssegate_resyncs_total", t},
+		{&c.ConnectionsNow, "ssegate_connections_open", t},
+		{&c.CheckpointsAcked, "ssegate_checkpoint_writes_total", with("result", "acked")},
+		{&c.CheckpointAckSeconds, "ssegate_checkpoint_ack_seconds_total", t},
+		{&c.HeapInuse, "go_memstats_heap_inuse_bytes", nil},
+		{&c.StackInuse, "go_memstats_stack_inuse_bytes", nil},
+		{&c.Goroutines, "go_goroutines", nil},
+	}
+}
+
+// sub returns a - b, field by field, but for ConnectionsNow, a gauge of now: a's.
 func (a gatewayCounters) sub(b gatewayCounters) gatewayCounters {
-	return gatewayCounters{
-		ReplayReads: a.ReplayReads - b.ReplayReads, CacheHits: a.CacheHits - b.CacheHits, ResumesRing: a.ResumesRing - b.ResumesRing,
-		ResumesKafka: a.ResumesKafka - b.ResumesKafka, ClosedWrite: a.ClosedWrite - b.ClosedWrite,
-		ClosedBehind: a.ClosedBehind - b.ClosedBehind, ClosedClient: a.ClosedClient - b.ClosedClient,
-		FramesWritten: a.FramesWritten - b.FramesWritten, Resyncs: a.Resyncs - b.Resyncs,
-		ConnectionsNow:   a.ConnectionsNow,
-		CheckpointsAcked: a.CheckpointsAcked - b.CheckpointsAcked, CheckpointAckSeconds: a.CheckpointAckSeconds - b.CheckpointAckSeconds,
-		HeapInuse: a.HeapInuse - b.HeapInuse, StackInuse: a.StackInuse - b.StackInuse, Goroutines: a.Goroutines - b.Goroutines,
+	out := a
+	bs := b.counterSources("")
+	for i, f := range out.counterSources("") {
+		if f.field != &out.ConnectionsNow {
+			*f.field -= *bs[i].field
+		}
+	}
+	return out
+}
+
+// add adds b to c, field by field.
+func (c *gatewayCounters) add(b gatewayCounters) {
+	bs := b.counterSources("")
+	for i, f := range c.counterSources("") {
+		*f.field += *bs[i].field
 	}
 }
 
 func countersOf(ss []sample, topic string) gatewayCounters {
-	t := map[string]string{"topic": topic}
-	with := func(k, v string) map[string]string { return map[string]string{"topic": topic, k: v} }
-	return gatewayCounters{
-		ReplayReads:    sumMetric(ss, "ssegate_replay_reads_total", nil), // the replay pool is shared by topics
-		CacheHits:      sumMetric(ss, "ssegate_replay_cache_hits_total", nil),
-		ResumesRing:    sumMetric(ss, "ssegate_resumes_total", with("source", "ring")),
-		ResumesKafka:   sumMetric(ss, "ssegate_resumes_total", with("source", "kafka")),
-		ClosedWrite:    sumMetric(ss, "ssegate_connections_closed_total", with("reason", "write_failed")),
-		ClosedBehind:   sumMetric(ss, "ssegate_connections_closed_total", with("reason", "behind")),
-		ClosedClient:   sumMetric(ss, "ssegate_connections_closed_total", with("reason", "client_gone")),
-		FramesWritten:  sumMetric(ss, "ssegate_frames_written_total", t),
-		Resyncs:        sumMetric(ss, "ssegate_resyncs_total", t),
-		ConnectionsNow: sumMetric(ss, "ssegate_connections_open", t),
-		HeapInuse:      sumMetric(ss, "go_memstats_heap_inuse_bytes", nil),
-		StackInuse:     sumMetric(ss, "go_memstats_stack_inuse_bytes", nil),
-		Goroutines:     sumMetric(ss, "go_goroutines", nil),
-
-		CheckpointsAcked:     sumMetric(ss, "ssegate_checkpoint_writes_total", with("result", "acked")),
-		CheckpointAckSeconds: sumMetric(ss, "ssegate_checkpoint_ack_seconds_total", t),
+	var c gatewayCounters
+	for _, f := range c.counterSources(topic) {
+		*f.field = sumMetric(ss, f.name, f.match)
 	}
+	return c
 }
 
 // scrapeAll reads /metrics of every gateway (bases are their admin ports) and sums the counters for topic.
@@ -156,22 +182,7 @@ func scrapeAll(ctx context.Context, hc *http.Client, bases []string, topic strin
 		if resp.StatusCode != http.StatusOK {
 			return sum, fmt.Errorf("scrape %s: status %d", base, resp.StatusCode)
 		}
-		c := countersOf(ss, topic)
-		sum.ReplayReads += c.ReplayReads
-		sum.CacheHits += c.CacheHits
-		sum.ResumesRing += c.ResumesRing
-		sum.ResumesKafka += c.ResumesKafka
-		sum.ClosedWrite += c.ClosedWrite
-		sum.ClosedBehind += c.ClosedBehind
-		sum.ClosedClient += c.ClosedClient
-		sum.FramesWritten += c.FramesWritten
-		sum.Resyncs += c.Resyncs
-		sum.ConnectionsNow += c.ConnectionsNow
-		sum.HeapInuse += c.HeapInuse
-		sum.StackInuse += c.StackInuse
-		sum.Goroutines += c.Goroutines
-		sum.CheckpointsAcked += c.CheckpointsAcked
-		sum.CheckpointAckSeconds += c.CheckpointAckSeconds
+		sum.add(countersOf(ss, topic))
 	}
 	return sum, nil
 }
