@@ -142,6 +142,48 @@ func TestPrefetch(t *testing.T) {
 	}
 }
 
+// TestReadAfterLanding: a connection that missed the cache while another's read of the block was under way,
+// and finds no read under way because it landed in between, takes the block from the cache rather than
+// reading it again.
+func TestReadAfterLanding(t *testing.T) {
+	kc := memlog.New()
+	kc.CreateTopic("t", 1)
+	for range 50 {
+		kc.Produce("t", &kgo.Record{Value: []byte("v")})
+	}
+	g := &gatedLog{Log: kc, free: 0, open: make(chan struct{})}
+	pool := replay.NewPool(replay.Config{}, g)
+	ranges := []replay.Range{{Partition: 0, After: -1, Upto: 49}}
+	read := func() error {
+		n := 0
+		err := pool.Read(context.Background(), "t", 0, ranges, 0, nil, func(*kgo.Record) error { n++; return nil })
+		if err == nil && n != 50 {
+			err = errors.New("not every record")
+		}
+		return err
+	}
+	first := make(chan error, 1)
+	go func() { first <- read() }()
+	waitFor(t, func() bool { g.mu.Lock(); defer g.mu.Unlock(); return g.fetches >= 1 }) // its read is under way
+	atLaunch, land := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	replay.SetBeforeLaunch(pool, func() { once.Do(func() { close(atLaunch); <-land }) })
+	second := make(chan error, 1)
+	go func() { second <- read() }()
+	<-atLaunch // the second missed the cache
+	close(g.open)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	close(land) // the first read landed: cached, and no longer under way
+	if err := <-second; err != nil {
+		t.Fatal(err)
+	}
+	if reads := pool.Stats.Reads.Load(); reads != 1 {
+		t.Fatalf("%d block reads, want 1: the second connection read the landed block again", reads)
+	}
+}
+
 // waitFor polls cond for up to 5 s.
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()

@@ -77,7 +77,10 @@ type Pool struct {
 	cache   *blockCache
 	mu      sync.Mutex
 	flights map[blockKey]*flight
-	flying  sync.WaitGroup // the flights' goroutines (fly), joined by Wait
+	// beforeLaunch, when set (by tests only), runs between a connection's look at the cache and its look at
+	// the flights: where a flight may land.
+	beforeLaunch func()
+	flying       sync.WaitGroup // the flights' goroutines (fly), joined by Wait
 }
 
 // Wait waits until every block read under way has ended, or ctx ends. A read ends with the context of the

@@ -27,14 +27,22 @@ func (p *Pool) blockAt(topic string, epoch uint64, partition int32, from, upto i
 	return blockKey{topic, epoch, partition, idx}, min((idx+1)*p.cfg.BlockSize-1, upto)
 }
 
-// launch registers a new flight for key under p.mu, unless one is under way, and starts it under ctx. span is
-// the starting connection's block span, ended when the flight lands; nil starts one (from ctx) only when a
-// flight is started. A flight started with a batch has its first fetch sent with the batch's. It returns the flight under way and whether this call started it.
+// launch registers a new flight for key under p.mu, unless one is under way, or one landed since the caller
+// looked at the cache and holds [from, to]; and starts it under ctx. span is the starting connection's block
+// span, ended when the flight lands; nil starts one (from ctx) only when a flight is started. A flight
+// started with a batch has its first fetch sent with the batch's. It returns the flight under way and whether
+// this call started it; nil and false when the block is in the cache.
 func (p *Pool) launch(ctx context.Context, key blockKey, from, to int64, first int32, span trace.Span, batch *firstBatch) (*flight, bool) {
 	p.mu.Lock()
 	if f := p.flights[key]; f != nil {
 		p.mu.Unlock()
 		return f, false
+	}
+	// A flight caches its block before it leaves flights (under mu): found in neither when the caller looked
+	// at the cache, the block may have landed since.
+	if b, ok := p.cache.get(key); ok && b.covers(from, to) {
+		p.mu.Unlock()
+		return nil, false
 	}
 	f := newFlight(from, to, first)
 	f.answer = batch.add(key.partition, from, first)
@@ -405,9 +413,15 @@ func (p *Pool) source(ctx context.Context, key blockKey, from, to int64, w Waits
 			endBlockSpan(span, key, from, to, servedCache, b, nil)
 			return source{b: b}, nil
 		}
+		if p.beforeLaunch != nil {
+			p.beforeLaunch()
+		}
 		f, mine := p.launch(ctx, key, from, to, first, span, batch)
-		if mine {
+		switch {
+		case mine:
 			return source{f: f, mine: true}, nil
+		case f == nil:
+			continue // landed since the look at the cache: it has it now
 		}
 		if f.serves(from) {
 			p.Stats.CacheHits.Add(1)
