@@ -148,7 +148,7 @@ func (r *Resolver) Resolve(ctx context.Context, id, topic string, topicID [16]by
 	if err != nil {
 		return position.Vector{}, err
 	}
-	if Matches(c.Ref(), cp) != nil && r.forgetStale(c.Ref(), cp) {
+	if !c.Ref().Fits(cp) && r.forgetStale(c.Ref(), cp) {
 		// The record may not be the one cached: the position topic created again since. Read it again.
 		if cp, err = r.Checkpoint(ctx, c.Ref()); err != nil {
 			return position.Vector{}, err
@@ -271,7 +271,7 @@ func (r *Resolver) lead(ctx context.Context, ref position.Ref, fl *flight) (*pos
 	r.mu.Lock()
 	switch {
 	case err == nil:
-		r.cache.Add(ref, cached{cp: cp, at: time.Now()})
+		r.add(ref, cp)
 	case errors.Is(err, ErrInvalid) || errors.Is(err, ErrGone):
 		r.failed.Add(ref, failure{err: err, until: time.Now().Add(r.failTTL)})
 	case ctx.Err() != nil:

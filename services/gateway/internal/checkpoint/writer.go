@@ -76,23 +76,23 @@ func (w *Writer) EnsureTopic(ctx context.Context, data []string) (retention int6
 		return 0, nil, rerr
 	}
 	// A broker may not know a topic created a moment ago: ask again, briefly.
-	var own map[string]int64
-	for range 10 {
-		if own, err = retentions(ctx, adm, w.topic); err != nil || own[w.topic] != 0 {
+	for try := 1; ; try++ {
+		own, err := retentions(ctx, adm, w.topic)
+		if err != nil {
+			return 0, nil, err
+		}
+		var ok bool
+		if retention, ok = own[w.topic]; ok {
 			break
+		}
+		if try == 10 {
+			return 0, nil, fmt.Errorf("%w: %s has none", ErrRetention, w.topic)
 		}
 		select {
 		case <-ctx.Done():
 			return 0, nil, fmt.Errorf("%w: %w", ErrRetention, ctx.Err())
 		case <-time.After(200 * time.Millisecond):
 		}
-	}
-	retention, ok := own[w.topic]
-	switch {
-	case err != nil:
-		return 0, nil, err
-	case !ok:
-		return 0, nil, fmt.Errorf("%w: %s has none", ErrRetention, w.topic)
 	}
 	for t, r := range rets {
 		if retention >= 0 && (r < 0 || r > retention) {

@@ -69,7 +69,7 @@ type Topic struct {
 	cpSeq         uint64
 	cpScratch     []byte
 	cpErrAt       atomic.Int64
-	cpStats       CheckpointStats
+	cpStats       checkpointStats
 	idCompact     atomic.Int64 // frames given a compact id
 	idFallback    atomic.Int64 // frames given a v1 id while compact ids are on
 
@@ -281,26 +281,26 @@ func (t *Topic) swapAcked(a *acked) {
 	}
 }
 
-// CheckpointStats counts a topic's checkpoint writes: acknowledged, failed, and the time acknowledged ones
+// checkpointStats counts a topic's checkpoint writes: acknowledged, failed, and the time acknowledged ones
 // waited for Kafka, in all.
-type CheckpointStats struct {
-	Acked, Failed atomic.Int64
-	AckNanos      atomic.Int64
+type checkpointStats struct {
+	acked, failed atomic.Int64
+	ackNanos      atomic.Int64
 }
 
-func (s *CheckpointStats) record(d time.Duration, err error) {
+func (s *checkpointStats) record(d time.Duration, err error) {
 	if err != nil {
-		s.Failed.Add(1)
+		s.failed.Add(1)
 		return
 	}
-	s.Acked.Add(1)
-	s.AckNanos.Add(int64(d))
+	s.acked.Add(1)
+	s.ackNanos.Add(int64(d))
 }
 
 // Checkpoints returns the topic's checkpoint counts: acknowledged, failed, and the seconds acknowledged ones
 // waited in all (their mean is its rate over the rate of acknowledged ones).
 func (t *Topic) Checkpoints() (acked, failed int64, ackSeconds float64) {
-	return t.cpStats.Acked.Load(), t.cpStats.Failed.Load(), time.Duration(t.cpStats.AckNanos.Load()).Seconds()
+	return t.cpStats.acked.Load(), t.cpStats.failed.Load(), time.Duration(t.cpStats.ackNanos.Load()).Seconds()
 }
 
 // IDs returns how many frames got a compact id and how many a v1 id while compact ids are on.

@@ -7,17 +7,12 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/ssegate/ssegate/services/gateway/internal/memlog"
 	"github.com/ssegate/ssegate/services/gateway/internal/replay"
 )
 
 // TestCacheTTL: a block read again within CacheTTL comes from the cache; after it, from the log again.
 func TestCacheTTL(t *testing.T) {
-	kc := memlog.New()
-	kc.CreateTopic("t", 1)
-	for range 10 {
-		kc.Produce("t", &kgo.Record{Value: []byte("v")})
-	}
+	kc := topicOfV(10)
 	pool := replay.NewPool(replay.Config{BlockSize: 16, CacheTTL: 200 * time.Millisecond}, kc)
 	read := func() {
 		t.Helper()

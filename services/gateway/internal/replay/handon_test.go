@@ -40,11 +40,7 @@ func (g *gatedLog) Fetch(ctx context.Context, topic string, partition int32, off
 // TestReadHandsOnAsDecoded: a read hands on the records of a block's first fetch while the rest of the block
 // is still being fetched, rather than after the whole block.
 func TestReadHandsOnAsDecoded(t *testing.T) {
-	kc := memlog.New()
-	kc.CreateTopic("t", 1)
-	for range 300 { // a fetch of the in-memory log covers 100 offsets: three fetches for the range
-		kc.Produce("t", &kgo.Record{Value: []byte("v")})
-	}
+	kc := topicOfV(300) // a fetch of the in-memory log covers 100 offsets: three fetches for the range
 	g := &gatedLog{Log: kc, free: 1, open: make(chan struct{})}
 	pool := replay.NewPool(replay.Config{}, g)
 	first := make(chan int64, 1)
@@ -80,11 +76,7 @@ func TestReadHandsOnAsDecoded(t *testing.T) {
 // TestReadMidBlockCachesWholeBlock: a read starting in the middle of a block reads the part before it too, so
 // that a later read from the block's start comes from the cache, not from Kafka again.
 func TestReadMidBlockCachesWholeBlock(t *testing.T) {
-	kc := memlog.New()
-	kc.CreateTopic("t", 1)
-	for range 600 {
-		kc.Produce("t", &kgo.Record{Value: []byte("v")})
-	}
+	kc := topicOfV(600)
 	pool := replay.NewPool(replay.Config{}, kc)
 	read := func(after int64) int {
 		t.Helper()
@@ -118,11 +110,7 @@ func TestReadMidBlockCachesWholeBlock(t *testing.T) {
 // TestPrefetch: Prefetch starts reading a range's first block without waiting, and the Read of the range that
 // follows reads from it rather than from Kafka again; a block already cached is not read again.
 func TestPrefetch(t *testing.T) {
-	kc := memlog.New()
-	kc.CreateTopic("t", 1)
-	for range 50 {
-		kc.Produce("t", &kgo.Record{Value: []byte("v")})
-	}
+	kc := topicOfV(50)
 	g := &gatedLog{Log: kc, free: 1, open: make(chan struct{})}
 	pool := replay.NewPool(replay.Config{}, g)
 	ranges := []replay.Range{{Partition: 0, After: 9, Upto: 49}}
@@ -146,11 +134,7 @@ func TestPrefetch(t *testing.T) {
 // and finds no read under way because it landed in between, takes the block from the cache rather than
 // reading it again.
 func TestReadAfterLanding(t *testing.T) {
-	kc := memlog.New()
-	kc.CreateTopic("t", 1)
-	for range 50 {
-		kc.Produce("t", &kgo.Record{Value: []byte("v")})
-	}
+	kc := topicOfV(50)
 	g := &gatedLog{Log: kc, free: 0, open: make(chan struct{})}
 	pool := replay.NewPool(replay.Config{}, g)
 	ranges := []replay.Range{{Partition: 0, After: -1, Upto: 49}}
@@ -184,6 +168,16 @@ func TestReadAfterLanding(t *testing.T) {
 	}
 }
 
+// topicOfV returns an in-memory log with topic "t" of one partition holding n records of value "v".
+func topicOfV(n int) *memlog.Cluster {
+	kc := memlog.New()
+	kc.CreateTopic("t", 1)
+	for range n {
+		kc.Produce("t", &kgo.Record{Value: []byte("v")})
+	}
+	return kc
+}
+
 // waitFor polls cond for up to 5 s.
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
@@ -198,11 +192,7 @@ func waitFor(t *testing.T, cond func() bool) {
 // TestPrefetchBelowLowWatermark: a prefetch from an offset retention has removed does not fail a Read that
 // starts at the low watermark (a from=earliest stream that looked the watermarks up after prefetching).
 func TestPrefetchBelowLowWatermark(t *testing.T) {
-	kc := memlog.New()
-	kc.CreateTopic("t", 1)
-	for range 50 {
-		kc.Produce("t", &kgo.Record{Value: []byte("v")})
-	}
+	kc := topicOfV(50)
 	kc.DeleteRecords("t", 0, 20)
 	g := &gatedLog{Log: kc, open: make(chan struct{})} // every fetch held: the Read joins the prefetch first
 	pool := replay.NewPool(replay.Config{}, g)
@@ -223,11 +213,7 @@ func TestPrefetchBelowLowWatermark(t *testing.T) {
 // TestReadStarterLeaves: a read that joined another connection's block read gets every record even when that
 // connection leaves mid-read (its context, which the block read runs under, ends): it reads the block itself.
 func TestReadStarterLeaves(t *testing.T) {
-	kc := memlog.New()
-	kc.CreateTopic("t", 1)
-	for range 50 {
-		kc.Produce("t", &kgo.Record{Value: []byte("v")})
-	}
+	kc := topicOfV(50)
 	g := &gatedLog{Log: kc, open: make(chan struct{})} // every fetch held
 	pool := replay.NewPool(replay.Config{}, g)
 	ranges := []replay.Range{{Partition: 0, After: -1, Upto: 49}}
