@@ -76,8 +76,7 @@ func (c *conn) snapshotTo(ctx context.Context, t *Topic, c0 uint64, head positio
 	for c.cursor < c0 {
 		out, next, _, err := c.pull(&sc)
 		if errors.Is(err, ring.ErrBehind) || errors.Is(err, errRejoin) {
-			c.epoch = t.epoch()
-			c0, head = c.join(t)
+			c0, head = c.joinAgain()
 			if err := c.catchUp(ctx, t, &c.p, c0, head, true); err != nil {
 				return err
 			}
