@@ -1,11 +1,15 @@
 package stream
 
 import (
+	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/ssegate/ssegate/pkg/position"
 	"github.com/ssegate/ssegate/services/gateway/internal/feed"
 	"github.com/ssegate/ssegate/services/gateway/internal/memlog"
 )
@@ -53,4 +57,98 @@ func TestSeamKeySnapshotPartitionsAdded(t *testing.T) {
 		}
 	}
 	waitUntil(t, "the snapshot slot to be given back", func() bool { return len(pd.srv.snapshots) == 0 })
+}
+
+// retainedTopic writes topic t of kc: 3 partitions of 20 records each ("p<partition>-<offset>"), then moves
+// every partition's log start to 3, as retention does.
+func retainedTopic(kc *memlog.Cluster) {
+	kc.CreateTopic("t", 3)
+	for q := range int32(3) {
+		for o := range 20 {
+			kc.Produce("t", &kgo.Record{Partition: q, Value: fmt.Appendf(nil, "p%d-%d", q, o)})
+		}
+		kc.DeleteRecords("t", q, 3)
+	}
+}
+
+// records reads n records (with their own ids) from c, failing on any other event.
+func (c *seamClient) records(t *testing.T, n int) []string {
+	t.Helper()
+	var out []string
+	for len(out) < n {
+		ev := c.next(t)
+		if ev.Type != "message" {
+			t.Fatalf("after %d records: %+v, want records only", len(out), ev)
+		}
+		out = append(out, ev.Data)
+	}
+	return out
+}
+
+// TestSeamEarliestNamesLogStarts: a from=earliest (or from=snapshot) stream of a topic whose log starts above
+// 0 says in its first id where every partition starts (its log start less one), and every id after it keeps
+// the partitions it has not had a record of yet: a client that drops before it saw every partition resumes
+// with every stored record, on this pod or another, and no resync. A leaving pod sends such a stream away
+// with no id at all (it does not wait for Kafka's answer), and its reconnect, as its URL says, is the same
+// start. Before, the first id was "v1:" and a resume from it was a retention resync that skipped every stored
+// record of the partitions not seen yet.
+func TestSeamEarliestNamesLogStarts(t *testing.T) {
+	kc := memlog.New()
+	retainedTopic(kc)
+	a, b := startPod(t, kc, "t", podOpts{writers: 2}), startPod(t, kc, "t", podOpts{})
+	a.waitReady(t)
+	b.waitReady(t)
+	for _, from := range []string{"earliest", "snapshot"} {
+		c := a.open(t, "?from="+from, "")
+		first := c.next(t)
+		if first.Type != "message" {
+			t.Fatalf("from=%s: first event %+v", from, first)
+		}
+		opening := raw(c)
+		if !strings.Contains(opening, "id: v1:0-2.1-2.2-2\n\n") {
+			t.Fatalf("from=%s: the stream opened %q, want the id v1:0-2.1-2.2-2 first", from, opening)
+		}
+		_ = c.body.Close()
+		for _, pd := range []*pod{a, b} {
+			if got := pd.open(t, "?from="+from, "v1:0-2.1-2.2-2").records(t, 51); len(got) != 51 {
+				t.Fatalf("from=%s: a resume from the opening id: %v", from, got)
+			}
+		}
+	}
+	// Dropped after its first record, of partition 0: its id names partitions 1 and 2 at their starts.
+	c := a.open(t, "?from=earliest", "")
+	if ev := c.next(t); ev.Data != "p0-3" && ev.Data != "p1-3" && ev.Data != "p2-3" {
+		t.Fatalf("first record %+v", ev)
+	} else {
+		v := position.MustParse(ev.ID)
+		_ = c.body.Close()
+		want := 51 - 1
+		got := b.open(t, "?from=earliest", ev.ID).records(t, want)
+		for q := range int32(3) {
+			if o, _ := v.Offset(q); o < 2 {
+				t.Fatalf("id %s of the first record does not name partition %d's start", ev.ID, q)
+			}
+		}
+		if slices.Contains(got, ev.Data) {
+			t.Fatalf("the resume repeats %s: %v", ev.Data, got)
+		}
+	}
+	a.srv.Leave()
+	for _, from := range []string{"earliest", "snapshot"} {
+		body := a.open(t, "?from="+from, "").ended(t)
+		if !strings.HasPrefix(body, "retry: ") || strings.Contains(body, "id:") {
+			t.Fatalf("from=%s on a leaving pod: %q, want a retry line and no id", from, body)
+		}
+		// Its client reconnects as its URL says, with no id: every stored record.
+		if got := b.open(t, "?from="+from, "").records(t, 51); len(got) != 51 {
+			t.Fatalf("from=%s: the reconnect: %v", from, got)
+		}
+	}
+}
+
+// raw returns every byte c has had so far.
+func raw(c *seamClient) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.raw.String()
 }
