@@ -1,7 +1,9 @@
 package stream
 
 import (
+	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -151,4 +153,85 @@ func raw(c *seamClient) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.raw.String()
+}
+
+// TestSeamTopicsNotCreatedHoldNoSlot: a stream of several topics whose id names a topic not created yet
+// ("b~") serves its other topic at once, and waits for b holding none of the pod's catch-up and snapshot
+// slots: a resume from Kafka and a snapshot of another client still get theirs. Before, b said nothing until
+// it was created, and the other topic's catch-up waited for it inside its first write, holding its catch-up
+// slot (and its snapshot's): a few such clients stalled every resume from Kafka and every snapshot on the pod.
+func TestSeamTopicsNotCreatedHoldNoSlot(t *testing.T) {
+	kc := memlog.New()
+	kc.CreateTopic("t", 1)
+	for i := range 20 {
+		kc.Produce("t", &kgo.Record{Key: fmt.Appendf(nil, "k%d", i), Value: fmt.Appendf(nil, "r%d", i)})
+	}
+	// A ring that holds the last record only: resumes read from Kafka.
+	pd := startPod(t, kc, "t", podOpts{more: []string{"b"}, feed: func(c *feed.Config) { c.Prefill = 1 }})
+	pd.srv.live = newLiveFirst(1)
+	waitUntil(t, "topic t to be served", func() bool { return pd.f.Topic("t").Exists() })
+	var waiting []*seamClient
+	for _, from := range []string{"", "?from=snapshot"} {
+		for range cap(pd.srv.snapshots) {
+			c := pd.open(t, "t,b"+from, "v1:t~0-0,b~")
+			if ev := c.next(t); ev.Data != "r1" {
+				t.Fatalf("%q: the stream of t and b (b not created): %+v, want t's record r1 at once", from, ev)
+			}
+			waiting = append(waiting, c)
+		}
+	}
+	if got := pd.open(t, "", "v1:0-10").records(t, 9); got[0] != "r11" {
+		t.Fatalf("a resume from Kafka while streams wait for b: %v", got)
+	}
+	snap := pd.open(t, "?from=snapshot", "")
+	for ev := snap.next(t); ev.Type != LiveEvent; ev = snap.next(t) {
+	}
+	kc.CreateTopic("b", 1)
+	kc.Produce("b", &kgo.Record{Value: []byte("b0")})
+	for _, c := range waiting {
+		for ev := c.next(t); ev.Data != "b0"; ev = c.next(t) {
+		}
+	}
+}
+
+// TestSeamTopicsLeavingEnds: on a leaving pod, a stream of several topics whose id names a topic not created
+// yet ("b~") and gives the other a partition it does not have (a resync before its opening) says where it is
+// and ends. Before, b ended without a word, and the other topic's resync waited for b's id for ever, after its
+// client had left too.
+func TestSeamTopicsLeavingEnds(t *testing.T) {
+	kc := memlog.New()
+	kc.CreateTopic("t", 1)
+	pd := startPod(t, kc, "t", podOpts{more: []string{"b"}})
+	waitUntil(t, "topic t to be served", func() bool { return pd.f.Topic("t").Exists() })
+	pd.srv.Leave()
+	body := pd.open(t, "t,b", "v1:t~5-0,b~").ended(t)
+	if !strings.Contains(body, `"reason":"invalid-id"`) || !strings.Contains(body, "b~") {
+		t.Fatalf("the stream of a leaving pod: %q, want the invalid-id resync with an id naming b", body)
+	}
+}
+
+// TestMuxTopicEndsUnplaced: a topic whose stream ends without saying where it is (on a leaving pod, it did not
+// wait for Kafka) ends the stream of several topics: another topic's resync, waiting for every topic's id,
+// fails rather than wait for ever.
+func TestMuxTopicEndsUnplaced(t *testing.T) {
+	fa, fb := newFeeder(t, 1<<20), newFeeder(t, 1<<20)
+	w := &memWriter{header: http.Header{}, failAfter: -1}
+	m := newMux([]TopicStream{{Topic: &Topic{Name: "a", Ring: fa.rg}}, {Topic: &Topic{Name: "b", Ring: fb.rg}}}, &httpSink{w: w, rc: http.NewResponseController(w)})
+	m.gone = make(chan struct{})
+	wrote := make(chan error, 1)
+	go func() {
+		_, err := m.write(0, [][]byte{[]byte("id: v1:\nevent: resync\ndata: {}\n\n")}, time.Second)
+		wrote <- err
+	}()
+	if r := m.finish(1, ReasonShutdown, false); r != ReasonShutdown {
+		t.Fatalf("finish: %v", r)
+	}
+	select {
+	case err := <-wrote:
+		if !errors.Is(err, errMuxEnded) {
+			t.Fatalf("the waiting write: %v, want errMuxEnded", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a write waiting for a topic that ended without an id did not end")
+	}
 }

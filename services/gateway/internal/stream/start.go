@@ -69,6 +69,9 @@ func (c *conn) start(ctx context.Context, t *Topic, p Params) error {
 		}
 		return errDrained
 	}
+	if err := c.awaitPlaced(); err != nil {
+		return err
+	}
 	catchUp := func(ctx context.Context) error { return c.catchUp(ctx, t, &c.p, c0, head, resuming) }
 	if p.From == FromSnapshot {
 		c.startSnapshot(resuming)
@@ -256,6 +259,12 @@ func (c *conn) awaitTopic(ctx context.Context, t *Topic, p *Params) error {
 		}
 	}
 	markAbsent()
+	if !absent && c.muxed && p.LastEventID != "" {
+		// One topic of a stream of several: the client's position in it does not move while the topic is not
+		// there, and saying it at once lets the other topics' frames go out (each of the stream's ids names
+		// every topic) instead of waiting for this one.
+		c.buf = sse.AppendID(c.buf, p.LastEventID)
+	}
 	if err := c.flushBuf(); err != nil {
 		return err
 	}
