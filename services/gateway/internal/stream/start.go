@@ -187,10 +187,11 @@ func (c *conn) logStarts(ctx context.Context, t *Topic) error {
 }
 
 // redirectFromStart ends a stream that started while the server is leaving and starts at the log start
-// (from=earliest, from=snapshot, no id of its own): it writes its retry line and no id. Where each partition's
-// log starts is Kafka's answer, which a leaving pod does not wait for; a client without an id reconnects as
-// its URL says, from the log start, so no id is the exact one. (An id naming no partition would be a resume
-// from offset 0, and a retention resync where the log starts later.)
+// (from=earliest, from=snapshot, with no id it can use): it writes its retry line and no id. Where each
+// partition's log starts is Kafka's answer, which a leaving pod does not wait for; a client without an id
+// reconnects as its URL says, from the log start, so no id is the exact one. (An id naming no partition would
+// be a resume from offset 0, and a retention resync where the log starts later.) An invalid id's resync is
+// not told either: the client keeps that id, and the pod it reconnects to tells it.
 func (c *conn) redirectFromStart() error {
 	if err := c.flushBuf(); err != nil {
 		return err
