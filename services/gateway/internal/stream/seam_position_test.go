@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -145,6 +146,22 @@ func TestSeamEarliestNamesLogStarts(t *testing.T) {
 		if got := b.open(t, "?from="+from, "").records(t, 51); len(got) != 51 {
 			t.Fatalf("from=%s: the reconnect: %v", from, got)
 		}
+	}
+}
+
+// TestSeamEarliestWithoutWatermarks: when Kafka cannot say where the partitions start, a from=earliest stream
+// ends after its retry line with no id (its client reconnects as its URL says), not with an id that names no
+// partition, which a resume would read as offset 0 (and a retention resync). Before, it sent "v1:".
+func TestSeamEarliestWithoutWatermarks(t *testing.T) {
+	kc := memlog.New()
+	retainedTopic(kc)
+	pd := startPod(t, kc, "t", podOpts{})
+	pd.waitReady(t)
+	pd.topic.Watermarks = func(context.Context, time.Duration) (map[int32]feed.Watermarks, error) {
+		return nil, errors.New("kafka down")
+	}
+	if body := pd.open(t, "?from=earliest", "").ended(t); body != "retry: 3000\n" {
+		t.Fatalf("from=earliest without the watermarks: %q, want the retry line alone", body)
 	}
 }
 
