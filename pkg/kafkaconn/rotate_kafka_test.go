@@ -39,7 +39,7 @@ func writeFile(t *testing.T, path, s string) {
 // TestSCRAMPasswordRotation: a client whose password comes from kafka-sasl-password-file keeps producing after
 // the broker's SCRAM credentials change to a new password (the old one refused from then on) and the file
 // follows: the connections it opens after the change authenticate with the file's new contents. Reading the
-// file once at start, the client cannot connect again.
+// file once at start, the client cannot connect again. A consumer of the same options reads on throughout.
 func TestSCRAMPasswordRotation(t *testing.T) {
 	brokers := kafkatest.SASLBrokers(t)
 	adm := kafkatest.Admin(t)
@@ -73,6 +73,21 @@ func TestSCRAMPasswordRotation(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cl.Close()
+	cons, err := kgo.NewClient(append(opts, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	consumed := make(chan string, 2)
+	go func() {
+		for len(consumed) < cap(consumed) {
+			fs := cons.PollFetches(ctx)
+			if fs.IsClientClosed() || ctx.Err() != nil {
+				return
+			}
+			fs.EachRecord(func(r *kgo.Record) { consumed <- string(r.Value) })
+		}
+	}()
 	produce := func(v string) {
 		t.Helper()
 		if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(v)}).FirstErr(); err != nil {
@@ -88,6 +103,16 @@ func TestSCRAMPasswordRotation(t *testing.T) {
 	got := kafkatest.ReadAll(t, topic)[0]
 	if len(got) != 2 || string(got[0].Value) != "before" || string(got[1].Value) != "after" {
 		t.Fatalf("the topic holds %d records, want before and after", len(got))
+	}
+	for _, want := range []string{"before", "after"} {
+		select {
+		case v := <-consumed:
+			if v != want {
+				t.Fatalf("the consumer read %q, want %q", v, want)
+			}
+		case <-ctx.Done():
+			t.Fatalf("the consumer did not read %q", want)
+		}
 	}
 }
 
