@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/sasl"
@@ -20,34 +20,47 @@ import (
 // environment variables, in this order:
 //
 //  1. AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN): fixed credentials.
-//  2. AWS_CONTAINER_CREDENTIALS_FULL_URI, with AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE or
-//     AWS_CONTAINER_AUTHORIZATION_TOKEN: EKS Pod Identity (and ECS task roles), which set them.
-//  3. AWS_WEB_IDENTITY_TOKEN_FILE and AWS_ROLE_ARN (AWS_ROLE_SESSION_NAME optional): IAM roles for service
+//  2. AWS_CONTAINER_CREDENTIALS_RELATIVE_URI: an ECS task role, from the ECS agent at
+//     http://169.254.170.2 followed by that path.
+//  3. AWS_CONTAINER_CREDENTIALS_FULL_URI, with AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE or
+//     AWS_CONTAINER_AUTHORIZATION_TOKEN: EKS Pod Identity (and ECS on other hosts), which set them. The URI
+//     is https, or http to a loopback address or to the ECS and EKS agents' link-local addresses, as AWS's
+//     SDKs require: the authorization token goes nowhere else.
+//  4. AWS_WEB_IDENTITY_TOKEN_FILE and AWS_ROLE_ARN (AWS_ROLE_SESSION_NAME optional): IAM roles for service
 //     accounts (IRSA), through STS AssumeRoleWithWebIdentity at AWS_ENDPOINT_URL_STS, or at the regional
 //     endpoint of AWS_REGION (or AWS_DEFAULT_REGION).
 //
-// Temporary credentials are used until awsRefreshBefore their expiry, then asked for again.
+// Temporary credentials are refreshed in the background awsRefreshBefore their expiry (or once 80% of a
+// shorter lifetime has passed), the old ones handed out meanwhile.
 const awsRefreshBefore = 5 * time.Minute
+
+// ecsAgent is where the ECS agent serves a task's credentials (AWS_CONTAINER_CREDENTIALS_RELATIVE_URI).
+const ecsAgent = "http://169.254.170.2"
 
 // awsSource gets and caches AWS credentials; safe for concurrent use.
 type awsSource struct {
-	getenv func(string) string
-	client *http.Client
-	now    func() time.Time
-	fetch  func(ctx context.Context) (aws.Auth, time.Time, error) // nil: fixed credentials in auth
-
-	mu      sync.Mutex
-	auth    aws.Auth
-	expires time.Time
+	getenv   func(string) string
+	client   *http.Client
+	now      func() time.Time
+	ecsAgent string    // ecsAgent; a test's stand-in
+	fixed    *aws.Auth // fixed credentials; nil for temporary ones from fetch
+	fetch    func(ctx context.Context) (aws.Auth, time.Time, error)
+	r        *refresher[aws.Auth] // of fetch
 }
 
 // newAWSSource picks the first source of credentials the environment names; an error says none is named.
 func newAWSSource(getenv func(string) string) (*awsSource, error) {
-	s := &awsSource{getenv: getenv, client: &http.Client{Timeout: tokenTimeout}, now: time.Now}
+	s := &awsSource{getenv: getenv, client: &http.Client{Timeout: tokenTimeout}, now: time.Now, ecsAgent: ecsAgent}
 	switch {
 	case getenv("AWS_ACCESS_KEY_ID") != "" && getenv("AWS_SECRET_ACCESS_KEY") != "":
-		s.auth = aws.Auth{AccessKey: getenv("AWS_ACCESS_KEY_ID"), SecretKey: getenv("AWS_SECRET_ACCESS_KEY"), SessionToken: getenv("AWS_SESSION_TOKEN")}
+		s.fixed = &aws.Auth{AccessKey: getenv("AWS_ACCESS_KEY_ID"), SecretKey: getenv("AWS_SECRET_ACCESS_KEY"), SessionToken: getenv("AWS_SESSION_TOKEN")}
+		return s, nil
+	case getenv("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI") != "":
+		s.fetch = s.container
 	case getenv("AWS_CONTAINER_CREDENTIALS_FULL_URI") != "":
+		if err := checkContainerURI(getenv("AWS_CONTAINER_CREDENTIALS_FULL_URI")); err != nil {
+			return nil, err
+		}
 		s.fetch = s.container
 	case getenv("AWS_WEB_IDENTITY_TOKEN_FILE") != "" && getenv("AWS_ROLE_ARN") != "":
 		if s.stsEndpoint() == "" {
@@ -56,9 +69,33 @@ func newAWSSource(getenv func(string) string) (*awsSource, error) {
 		s.fetch = s.webIdentity
 	default:
 		return nil, fmt.Errorf("sasl mechanism AWS_MSK_IAM finds no credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, "+
-			"or run with EKS Pod Identity (AWS_CONTAINER_CREDENTIALS_FULL_URI) or IRSA (AWS_WEB_IDENTITY_TOKEN_FILE and AWS_ROLE_ARN): %w", ErrAWSCredentials)
+			"or run with an ECS task role (AWS_CONTAINER_CREDENTIALS_RELATIVE_URI), EKS Pod Identity (AWS_CONTAINER_CREDENTIALS_FULL_URI) "+
+			"or IRSA (AWS_WEB_IDENTITY_TOKEN_FILE and AWS_ROLE_ARN): %w", ErrAWSCredentials)
 	}
+	s.r = newRefresher(s.fetchCred, func() time.Time { return s.now() })
 	return s, nil
+}
+
+// checkContainerURI refuses a full container credentials URI that would send the authorization token in clear
+// to a host other than the local agents.
+func checkContainerURI(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return fmt.Errorf("AWS_CONTAINER_CREDENTIALS_FULL_URI %q: want an http or https URL: %w", raw, ErrAWSCredentials)
+	}
+	if u.Scheme == "https" {
+		return nil
+	}
+	host := u.Hostname()
+	if host == "localhost" {
+		return nil
+	}
+	ip := net.ParseIP(host)
+	if ip != nil && (ip.IsLoopback() || ip.Equal(net.ParseIP("169.254.170.2")) || ip.Equal(net.ParseIP("169.254.170.23")) || ip.Equal(net.ParseIP("fd00:ec2::23"))) {
+		return nil
+	}
+	return fmt.Errorf("AWS_CONTAINER_CREDENTIALS_FULL_URI %q: an http URI must name a loopback address or the ECS or EKS agent "+
+		"(169.254.170.2, 169.254.170.23, fd00:ec2::23); use https for any other host: %w", raw, ErrAWSCredentials)
 }
 
 // mechanism is the AWS_MSK_IAM mechanism signing each authentication with the source's credentials.
@@ -66,31 +103,36 @@ func (s *awsSource) mechanism() sasl.Mechanism {
 	return aws.ManagedStreamingIAM(s.get)
 }
 
-// get returns credentials not due for refresh; a failed refresh keeps the old ones while they are valid.
+// get returns the current credentials. Credentials due for refresh are still handed out while new ones are
+// fetched in the background; a failed refresh keeps the old ones while they are valid.
 func (s *awsSource) get(ctx context.Context) (aws.Auth, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.fetch == nil {
-		return s.auth, nil
+	if s.fixed != nil {
+		return *s.fixed, nil
 	}
-	now := s.now()
-	if s.auth.AccessKey != "" && now.Before(s.expires.Add(-awsRefreshBefore)) {
-		return s.auth, nil
-	}
-	auth, exp, err := s.fetch(ctx)
-	if err != nil {
-		if s.auth.AccessKey != "" && now.Before(s.expires) {
-			return s.auth, nil
-		}
-		return aws.Auth{}, err
-	}
-	s.auth, s.expires = auth, exp
-	return auth, nil
+	return s.r.get(ctx)
 }
 
-// container asks the container credentials endpoint (EKS Pod Identity, ECS).
+// fetchCred fetches credentials and says when they are due for refresh and expire. Credentials without an
+// expiry are taken to live tokenDefaultLife.
+func (s *awsSource) fetchCred(ctx context.Context) (cred[aws.Auth], error) {
+	now := s.now()
+	auth, exp, err := s.fetch(ctx)
+	if err != nil {
+		return cred[aws.Auth]{}, err
+	}
+	if exp.IsZero() {
+		exp = now.Add(tokenDefaultLife)
+	}
+	before := min(awsRefreshBefore, time.Duration(float64(exp.Sub(now))*(1-refreshAt)))
+	return cred[aws.Auth]{val: auth, refresh: exp.Add(-before), expires: exp}, nil
+}
+
+// container asks the container credentials endpoint (ECS task roles, EKS Pod Identity).
 func (s *awsSource) container(ctx context.Context) (aws.Auth, time.Time, error) {
 	uri := s.getenv("AWS_CONTAINER_CREDENTIALS_FULL_URI")
+	if rel := s.getenv("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI"); rel != "" {
+		uri = s.ecsAgent + rel
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, uri, nil)
 	if err != nil {
 		return aws.Auth{}, time.Time{}, fmt.Errorf("kafkaconn: aws container credentials: %w", err)

@@ -2,8 +2,6 @@ package kafkaconn
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"log/slog"
 	"net"
@@ -11,8 +9,11 @@ import (
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/ssegate/ssegate/pkg/secret"
 )
 
 // SASL mechanisms accepted in SASLConfig.Mechanism (case-insensitive).
@@ -64,12 +65,16 @@ type SASLConfig struct {
 	Mechanism string
 	// Username and Password are the credentials of PLAIN and SCRAM. Password is never logged.
 	Username, Password string
+	// PasswordFile is a file holding the password, read again when it changes (a rotated Kubernetes Secret
+	// is used by the next connection); it wins over Password. Empty means Password.
+	PasswordFile string
 	// OAuth is where OAUTHBEARER gets its tokens.
 	OAuth OAuthConfig
 	// AllowPlaintext lets PLAIN run without TLS, sending the password in clear: for a network where that is
 	// accepted (a local test broker's SASL_PLAINTEXT listener). False (the default) means Validate refuses
-	// PLAIN without TLS. SCRAM never sends the password, and is allowed without TLS either way. With
-	// OAUTHBEARER it also lets the token endpoint be http, which sends the client secret in clear.
+	// PLAIN without TLS. SCRAM never sends the password, and is allowed without TLS either way. OAUTHBEARER
+	// sends its bearer token as it is, so it needs TLS, or this allowance, as PLAIN does; the allowance also
+	// lets its token endpoint be http, which sends the client secret in clear.
 	AllowPlaintext bool
 }
 
@@ -105,6 +110,10 @@ func (c Config) Validate() error {
 		return nil
 	case MechanismPlain, MechanismScramSHA256, MechanismScramSHA512:
 	case MechanismOAuthBearer:
+		if !c.TLS.on() && !c.SASL.AllowPlaintext {
+			return fmt.Errorf("sasl mechanism OAUTHBEARER without TLS would send the bearer token in clear "+
+				"(turn on kafka-tls, or set kafka-sasl-allow-plaintext=true to accept that): %w", ErrOAuthWithoutTLS)
+		}
 		return c.SASL.OAuth.validate(c.SASL.AllowPlaintext)
 	case MechanismAWSMSKIAM:
 		if !c.TLS.on() {
@@ -124,7 +133,8 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// Opts validates c, loads its TLS files and returns the franz-go options that connect with it.
+// Opts validates c, reads its TLS and secret files once to check them, and returns the franz-go options that
+// connect with it. The files are read again, when they change, by every new connection (see secret.File).
 func (c Config) Opts() ([]kgo.Opt, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
@@ -137,62 +147,64 @@ func (c Config) Opts() ([]kgo.Opt, error) {
 		opts = append(opts, kgo.Rack(c.Rack))
 	}
 	if c.TLS.on() {
-		tc, err := c.TLS.Load()
+		d, err := c.TLS.NewDialer()
 		if err != nil {
 			return nil, err
 		}
-		opts = append(opts, kgo.DialTLSConfig(tc))
+		opts = append(opts, kgo.Dialer(d.DialContext))
 	}
-	switch strings.ToUpper(c.SASL.Mechanism) {
-	case MechanismPlain:
-		opts = append(opts, kgo.SASL(plain.Auth{User: c.SASL.Username, Pass: c.SASL.Password}.AsMechanism()))
-	case MechanismScramSHA256:
-		opts = append(opts, kgo.SASL(scram.Auth{User: c.SASL.Username, Pass: c.SASL.Password}.AsSha256Mechanism()))
-	case MechanismScramSHA512:
-		opts = append(opts, kgo.SASL(scram.Auth{User: c.SASL.Username, Pass: c.SASL.Password}.AsSha512Mechanism()))
-	case MechanismOAuthBearer:
-		src, err := newTokenSource(c.SASL.OAuth, c.TLS.CAFile)
-		if err != nil {
-			return nil, err
-		}
-		opts = append(opts, kgo.SASL(src.mechanism()))
-	case MechanismAWSMSKIAM:
-		src, err := newAWSSource(c.getenv())
-		if err != nil {
-			return nil, err
-		}
-		opts = append(opts, kgo.SASL(src.mechanism()))
+	mech, err := c.SASL.mechanism(c.TLS.CAFile, c.getenv())
+	if err != nil {
+		return nil, err
+	}
+	if mech != nil {
+		opts = append(opts, kgo.SASL(mech))
 	}
 	return opts, nil
 }
 
-// Load builds the tls.Config these settings describe, reading the CA, certificate and key files. Other
-// TLS clients of the services (the schema registry's) take the same settings.
-func (t TLSConfig) Load() (*tls.Config, error) {
-	tc := &tls.Config{
-		MinVersion:         tls.VersionTLS12,
-		ServerName:         t.ServerName,
-		InsecureSkipVerify: t.InsecureSkipVerify, //nolint:gosec // an explicit, documented test-only setting
-	}
-	if t.CAFile != "" {
-		pem, err := os.ReadFile(t.CAFile)
+// mechanism returns the SASL mechanism of s, nil for none; caFile is the brokers' CA file, trusted by the
+// OAuth token endpoint too.
+func (s SASLConfig) mechanism(caFile string, getenv func(string) string) (sasl.Mechanism, error) {
+	mech := strings.ToUpper(s.Mechanism)
+	switch mech {
+	case "":
+		return nil, nil
+	case MechanismOAuthBearer:
+		src, err := newTokenSource(s.OAuth, caFile)
 		if err != nil {
-			return nil, fmt.Errorf("tls ca file: %w", err)
+			return nil, err
 		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("tls ca file %s: no PEM certificates in it", t.CAFile)
-		}
-		tc.RootCAs = pool
-	}
-	if t.CertFile != "" {
-		cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
+		return src.mechanism(), nil
+	case MechanismAWSMSKIAM:
+		src, err := newAWSSource(getenv)
 		if err != nil {
-			return nil, fmt.Errorf("tls cert file and key file: %w", err)
+			return nil, err
 		}
-		tc.Certificates = []tls.Certificate{cert}
+		return src.mechanism(), nil
 	}
-	return tc, nil
+	pw := secret.Pick(s.Password, "kafka-sasl-password-file", s.PasswordFile)
+	if _, err := pw.Get(); err != nil {
+		return nil, err
+	}
+	user := s.Username
+	switch mech {
+	case MechanismPlain:
+		return plain.Plain(func(context.Context) (plain.Auth, error) {
+			p, err := pw.Get()
+			return plain.Auth{User: user, Pass: p}, err
+		}), nil
+	case MechanismScramSHA256:
+		return scram.Sha256(func(context.Context) (scram.Auth, error) {
+			p, err := pw.Get()
+			return scram.Auth{User: user, Pass: p}, err
+		}), nil
+	default: // SCRAM-SHA-512, the last Validate accepts
+		return scram.Sha512(func(context.Context) (scram.Auth, error) {
+			p, err := pw.Get()
+			return scram.Auth{User: user, Pass: p}, err
+		}), nil
+	}
 }
 
 // Logger adapts l to franz-go's logger interface, logging at level and above.
@@ -219,3 +231,34 @@ func (k kgoLogger) Log(level kgo.LogLevel, msg string, keyvals ...any) {
 	}
 	k.l.Log(context.Background(), sl, msg, keyvals...)
 }
+
+// hidden stands for a secret in String: "(hidden)" when one is set, empty when none.
+func hidden(s string) string {
+	if s == "" {
+		return ""
+	}
+	return "(hidden)"
+}
+
+// String describes s with its password hidden, so that a Config printed with %v or %+v (a log line, an
+// error) does not show it.
+func (s SASLConfig) String() string {
+	type fields SASLConfig // the same fields without the methods: printed one by one
+	f := fields(s)
+	f.Password = hidden(f.Password)
+	return fmt.Sprintf("%+v", f)
+}
+
+// GoString is String, for %#v.
+func (s SASLConfig) GoString() string { return "kafkaconn.SASLConfig" + s.String() }
+
+// String describes o with its client secret hidden.
+func (o OAuthConfig) String() string {
+	type fields OAuthConfig
+	f := fields(o)
+	f.ClientSecret = hidden(f.ClientSecret)
+	return fmt.Sprintf("%+v", f)
+}
+
+// GoString is String, for %#v.
+func (o OAuthConfig) GoString() string { return "kafkaconn.OAuthConfig" + o.String() }

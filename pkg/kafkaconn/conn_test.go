@@ -2,6 +2,7 @@ package kafkaconn
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -48,5 +49,28 @@ func TestValidate(t *testing.T) {
 				t.Fatalf("Opts: %v, want %v", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestConfigHidesSecrets: a Config printed with %v, %+v, %#v or %s shows its settings but neither the SASL
+// password nor the OAuth client secret.
+func TestConfigHidesSecrets(t *testing.T) {
+	c := Config{Brokers: []string{"k:9092"}, SASL: SASLConfig{
+		Mechanism: MechanismScramSHA512, Username: "the-user", Password: "pw-SECRET", PasswordFile: "/run/pw",
+		OAuth: OAuthConfig{TokenURL: "https://idp.example/token", ClientID: "the-client", ClientSecret: "oauth-SECRET"},
+	}}
+	for _, verb := range []string{"%v", "%+v", "%#v", "%s"} {
+		for _, v := range []any{c, &c, c.SASL, c.SASL.OAuth} {
+			s := fmt.Sprintf(verb, v)
+			if strings.Contains(s, "SECRET") {
+				t.Errorf("%s of %T shows a secret: %s", verb, v, s)
+			}
+			if !strings.Contains(s, "(hidden)") {
+				t.Errorf("%s of %T does not say a secret is set: %s", verb, v, s)
+			}
+		}
+	}
+	if s := fmt.Sprintf("%+v", c); !strings.Contains(s, "Username:the-user") || !strings.Contains(s, "ClientID:the-client") || !strings.Contains(s, "PasswordFile:/run/pw") {
+		t.Errorf("%%+v hides more than the secrets: %s", s)
 	}
 }

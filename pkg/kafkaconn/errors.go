@@ -11,6 +11,8 @@ var (
 	ErrTLSPair    = errors.New("kafkaconn: TLS client certificate and key go together")
 	// ErrPlainWithoutTLS is SASL PLAIN over a plaintext connection without SASLConfig.AllowPlaintext.
 	ErrPlainWithoutTLS = errors.New("kafkaconn: SASL PLAIN without TLS")
+	// ErrOAuthWithoutTLS is SASL OAUTHBEARER over a plaintext connection without SASLConfig.AllowPlaintext.
+	ErrOAuthWithoutTLS = errors.New("kafkaconn: SASL OAUTHBEARER without TLS")
 	// ErrOAuthConfig is an OAUTHBEARER configuration without a usable token endpoint or client credentials.
 	ErrOAuthConfig = errors.New("kafkaconn: OAUTHBEARER needs a token endpoint, a client id and a client secret")
 	// ErrOAuthToken is a token endpoint that refused the client or gave no token.

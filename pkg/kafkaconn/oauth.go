@@ -2,21 +2,19 @@ package kafkaconn
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/sasl"
 	"github.com/twmb/franz-go/pkg/sasl/oauth"
+
+	"github.com/ssegate/ssegate/pkg/secret"
 )
 
 // OAuthConfig is SASL OAUTHBEARER with tokens from an OAuth 2.0 token endpoint, by the client-credentials
@@ -26,9 +24,12 @@ type OAuthConfig struct {
 	// TokenURL is the identity provider's token endpoint. Required with OAUTHBEARER. https, or http with
 	// SASLConfig.AllowPlaintext (the client secret then goes in clear).
 	TokenURL string
-	// ClientID and ClientSecret are the client's credentials, sent with HTTP basic authentication. Required.
-	// ClientSecret is never logged.
+	// ClientID and ClientSecret are the client's credentials, sent with HTTP basic authentication. A client
+	// id, and a secret or a ClientSecretFile, are required. ClientSecret is never logged.
 	ClientID, ClientSecret string
+	// ClientSecretFile is a file holding the client secret, read again when it changes (a rotated Kubernetes
+	// Secret is used by the next token request); it wins over ClientSecret. Empty means ClientSecret.
+	ClientSecretFile string
 	// Scope, when not empty, is the scope asked for (space-separated).
 	Scope string
 	// Audience, when not empty, is sent as the audience parameter, which some providers need to issue a
@@ -39,9 +40,10 @@ type OAuthConfig struct {
 	Extensions map[string]string
 }
 
-// Token refresh: a token is used until refreshAt of its lifetime has passed (the Java client's default
-// refresh window), and again after a failed refresh while it has not expired; its lifetime is expires_in,
-// or the token's own exp claim when the answer has none, or tokenDefaultLife.
+// Token refresh: once refreshAt of a token's lifetime has passed (the Java client's default refresh window) a
+// new one is fetched in the background, the old one handed out meanwhile, and after a failed refresh while it
+// has not expired; its lifetime is the earlier of expires_in and the token's own exp claim, or
+// tokenDefaultLife when the answer has neither.
 const (
 	refreshAt        = 0.8
 	tokenDefaultLife = time.Minute
@@ -49,38 +51,45 @@ const (
 	maxTokenAnswer   = 64 << 10
 )
 
-// tokenSource gets and caches the tokens of an OAuthConfig; safe for concurrent use.
+// tokenSource gets and caches the tokens of an OAuthConfig, refreshing them in the background; safe for
+// concurrent use.
 type tokenSource struct {
 	cfg    OAuthConfig
+	secret secret.Value // the client secret, the file read again when it changes
 	client *http.Client
 	now    func() time.Time
-
-	mu      sync.Mutex
-	token   string
-	refresh time.Time // when to ask for a new token
-	expires time.Time // when the token stops being accepted
+	r      *refresher[string]
 }
 
 // newTokenSource returns the token source of cfg. The token endpoint's certificate is checked against the
 // system roots and, when caFile is not empty, the CAs in it too (the brokers' CA file: a company CA
-// often signs both).
+// often signs both), read again when it changes. The client secret file is read once here, to check it.
 func newTokenSource(cfg OAuthConfig, caFile string) (*tokenSource, error) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	if caFile != "" {
-		roots, err := x509.SystemCertPool()
+		d, err := TLSConfig{CAFile: caFile}.newDialer(true)
 		if err != nil {
-			roots = x509.NewCertPool()
+			return nil, err
 		}
-		pem, err := os.ReadFile(caFile)
+		tc, err := d.config()
 		if err != nil {
-			return nil, fmt.Errorf("tls ca file: %w", err)
+			return nil, err
 		}
-		if !roots.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("tls ca file %s: no PEM certificates in it", caFile)
-		}
-		tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: roots}
+		// Direct connections check the CA file as it is at each dial; through a proxy, http.Transport makes
+		// the TLS connection itself, with the CAs of the start.
+		tr.TLSClientConfig, tr.DialTLSContext = tc, d.DialContext
 	}
-	return &tokenSource{cfg: cfg, client: &http.Client{Transport: tr, Timeout: tokenTimeout}, now: time.Now}, nil
+	s := &tokenSource{
+		cfg:    cfg,
+		secret: secret.Pick(cfg.ClientSecret, "kafka-sasl-oauth-client-secret-file", cfg.ClientSecretFile),
+		client: &http.Client{Transport: tr, Timeout: tokenTimeout},
+		now:    time.Now,
+	}
+	if _, err := s.secret.Get(); err != nil {
+		return nil, err
+	}
+	s.r = newRefresher(s.fetchCred, func() time.Time { return s.now() })
+	return s, nil
 }
 
 // mechanism is the OAUTHBEARER mechanism that authenticates each connection, and each re-authentication
@@ -92,26 +101,19 @@ func (s *tokenSource) mechanism() sasl.Mechanism {
 	})
 }
 
-// get returns a token that is not due for refresh, asking the provider for a new one when it is. A refresh
-// that fails keeps the old token while it has not expired: a provider's short outage costs nothing.
-func (s *tokenSource) get(ctx context.Context) (string, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+// get returns the current token. A token due for refresh is still handed out while a new one is fetched in
+// the background; a refresh that fails keeps the old token while it has not expired: a provider's short
+// outage, or one that hangs, costs nothing.
+func (s *tokenSource) get(ctx context.Context) (string, error) { return s.r.get(ctx) }
+
+// fetchCred asks for a token and says when it is due for refresh (refreshAt of its lifetime) and expires.
+func (s *tokenSource) fetchCred(ctx context.Context) (cred[string], error) {
 	now := s.now()
-	if s.token != "" && now.Before(s.refresh) {
-		return s.token, nil
-	}
 	tok, life, err := s.fetch(ctx)
 	if err != nil {
-		if s.token != "" && now.Before(s.expires) {
-			return s.token, nil
-		}
-		return "", err
+		return cred[string]{}, err
 	}
-	s.token = tok
-	s.expires = now.Add(life)
-	s.refresh = now.Add(time.Duration(float64(life) * refreshAt))
-	return tok, nil
+	return cred[string]{val: tok, refresh: now.Add(time.Duration(float64(life) * refreshAt)), expires: now.Add(life)}, nil
 }
 
 // tokenAnswer is a token endpoint's answer (RFC 6749 sections 5.1 and 5.2).
@@ -137,7 +139,11 @@ func (s *tokenSource) fetch(ctx context.Context) (string, time.Duration, error) 
 	}
 	// The id and secret go as they are, not form-encoded first: what the Java client does by default
 	// (sasl.oauthbearer.header.urlencode=false) and what providers accept.
-	req.SetBasicAuth(s.cfg.ClientID, s.cfg.ClientSecret)
+	clientSecret, err := s.secret.Get()
+	if err != nil {
+		return "", 0, err
+	}
+	req.SetBasicAuth(s.cfg.ClientID, clientSecret)
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Accept", "application/json")
 	resp, err := roundTrip(s.client, req)
@@ -178,15 +184,21 @@ func roundTrip(client *http.Client, req *http.Request) (answer, error) {
 	return answer{resp.StatusCode, resp.Status, body}, nil
 }
 
-// lifetime is how long a token lives: expires_in, else its exp claim, else tokenDefaultLife.
+// lifetime is how long a token lives: the earlier of expires_in and its own exp claim, else whichever of
+// them it has, else tokenDefaultLife. A token whose exp has passed (a clock ahead of the provider's) is taken
+// at expires_in, or tokenDefaultLife: the broker is the judge.
 func lifetime(ans tokenAnswer, now time.Time) time.Duration {
+	life := time.Duration(0)
 	if secs, err := ans.ExpiresIn.Float64(); err == nil && secs > 0 {
-		return time.Duration(secs * float64(time.Second))
+		life = time.Duration(secs * float64(time.Second))
 	}
-	if exp, ok := jwtExp(ans.AccessToken); ok && exp.After(now) {
-		return exp.Sub(now)
+	if exp, ok := jwtExp(ans.AccessToken); ok && exp.After(now) && (life == 0 || exp.Sub(now) < life) {
+		life = exp.Sub(now)
 	}
-	return tokenDefaultLife
+	if life == 0 {
+		life = tokenDefaultLife
+	}
+	return life
 }
 
 // jwtExp reads the exp claim of a JWT without checking it (the broker does): only to know when to refresh.
@@ -225,8 +237,8 @@ func (o OAuthConfig) validate(plaintext bool) error {
 			"(use https, or set kafka-sasl-allow-plaintext=true to accept that): %w", o.TokenURL, ErrOAuthConfig)
 	case o.ClientID == "":
 		return fmt.Errorf("kafka-sasl-oauth-client-id: %w", ErrOAuthConfig)
-	case o.ClientSecret == "":
-		return fmt.Errorf("kafka-sasl-oauth-client-secret: %w", ErrOAuthConfig)
+	case o.ClientSecret == "" && o.ClientSecretFile == "":
+		return fmt.Errorf("kafka-sasl-oauth-client-secret (or kafka-sasl-oauth-client-secret-file): %w", ErrOAuthConfig)
 	}
 	for k, v := range o.Extensions {
 		letters := k != "" && strings.IndexFunc(k, func(r rune) bool { return (r < 'a' || r > 'z') && (r < 'A' || r > 'Z') }) < 0

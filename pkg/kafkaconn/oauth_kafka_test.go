@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -96,5 +97,49 @@ func TestOAuthBearerForeignToken(t *testing.T) {
 	err = cl.ProduceSync(t.Context(), &kgo.Record{Value: []byte("x")}).FirstErr()
 	if !errors.Is(err, kerr.SaslAuthenticationFailed) {
 		t.Fatalf("produce with a foreign token: %v, want %v", err, kerr.SaslAuthenticationFailed)
+	}
+}
+
+// TestOAuthClientSecretRotation: a client whose secret comes from kafka-sasl-oauth-client-secret-file keeps
+// streaming while the identity provider rotates the secret (the old one refused from then on) and the file
+// follows: its next token requests carry the new secret. The broker asks every connection to authenticate
+// again every 3 s and tokens live 4 s, so a client that read the file once loses its connections.
+func TestOAuthClientSecretRotation(t *testing.T) {
+	ts := kafkatest.NewTokenServer(t, 4*time.Second, false)
+	topic := kafkatest.NewTopic(t, 1, nil)
+	secretFile := filepath.Join(t.TempDir(), "client-secret")
+	writeFile(t, secretFile, ts.ClientSecret+"\n")
+	opts, err := Config{Brokers: kafkatest.SASLBrokers(t), SASL: SASLConfig{
+		Mechanism: MechanismOAuthBearer, AllowPlaintext: true,
+		OAuth: OAuthConfig{TokenURL: ts.URL, ClientID: ts.ClientID, ClientSecretFile: secretFile, Scope: "kafka"},
+	}}.Opts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	prod, err := kgo.NewClient(append(opts, kgo.DefaultProduceTopic(topic), kgo.RecordDeliveryTimeout(20*time.Second))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 40*time.Second)
+	defer cancel()
+	var issuedAtRotation int64
+	const n = 40 // one every 250 ms: 10 s, the secret rotated after 2 s
+	for i := range n {
+		if i == 8 {
+			ts.RotateSecret("rotated-secret")
+			writeFile(t, secretFile, "rotated-secret\n")
+			issuedAtRotation = ts.Issued.Load()
+		}
+		if err := prod.ProduceSync(ctx, &kgo.Record{Value: fmt.Appendf(nil, "%d", i)}).FirstErr(); err != nil {
+			t.Fatalf("record %d (the secret rotated at 8): %v", i, err)
+		}
+		time.Sleep(250 * time.Millisecond) // the stream's pace, not a wait for something
+	}
+	if got := ts.Issued.Load() - issuedAtRotation; got < 2 {
+		t.Errorf("%d tokens issued in the 8 s after the rotation, want at least 2", got)
+	}
+	if got := len(kafkatest.ReadAll(t, topic)[0]); got != n {
+		t.Fatalf("the topic holds %d records, want %d", got, n)
 	}
 }

@@ -23,12 +23,29 @@ const (
 )
 
 // TokenServer is an OAuth 2.0 token endpoint for the test broker's OAUTHBEARER: it answers the
-// client-credentials grant of ClientID and ClientSecret with an RS256 JWT that lives Lifetime.
+// client-credentials grant of ClientID and ClientSecret (or the secret RotateSecret set) with an RS256 JWT
+// that lives Lifetime.
 type TokenServer struct {
 	URL                    string
 	ClientID, ClientSecret string
 	// Issued counts the tokens issued.
 	Issued atomic.Int64
+	// Refused counts the requests refused.
+	Refused atomic.Int64
+
+	rotated atomic.Pointer[string]
+}
+
+// RotateSecret makes the server accept secret, and no longer ClientSecret (or the secret of an earlier call):
+// a client secret rotated at the identity provider.
+func (ts *TokenServer) RotateSecret(secret string) { ts.rotated.Store(&secret) }
+
+// secret is the client secret accepted now.
+func (ts *TokenServer) secret() string {
+	if p := ts.rotated.Load(); p != nil {
+		return *p
+	}
+	return ts.ClientSecret
 }
 
 // NewTokenServer serves tokens signed with the broker's key (KAFKA_OAUTH_KEY, set by pkg/kafkatest/kafka.sh;
@@ -47,7 +64,8 @@ func NewTokenServer(t testing.TB, lifetime time.Duration, foreign bool) *TokenSe
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, secret, ok := r.BasicAuth()
 		if r.Method != http.MethodPost || r.FormValue("grant_type") != "client_credentials" || !ok ||
-			id != ts.ClientID || secret != ts.ClientSecret {
+			id != ts.ClientID || secret != ts.secret() {
+			ts.Refused.Add(1)
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusUnauthorized)
 			_, _ = w.Write([]byte(`{"error":"invalid_client","error_description":"unknown client or secret"}`))

@@ -1,6 +1,7 @@
 package settings
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"github.com/goccy/go-yaml"
 
 	"github.com/ssegate/ssegate/pkg/kafkaconn"
+	"github.com/ssegate/ssegate/pkg/secret"
 )
 
 // ErrHelp is returned by Load when --help was asked for; the usage has been written.
@@ -34,7 +36,8 @@ type Setting struct {
 	// default) means all three sources.
 	FlagOnly bool
 	// NoFlag settings have no flag, only Envs and the file: a secret given as a flag shows in process
-	// lists. False (the default) means all three sources.
+	// lists. Load refuses the flag with an error naming the environment variable to use instead. False
+	// (the default) means all three sources.
 	NoFlag bool
 }
 
@@ -65,31 +68,31 @@ func Kafka(c *kafkaconn.Config, prefix string) []Setting {
 		s("kafka-client-id", "client id sent to Kafka", String(&c.ClientID)),
 		s("kafka-client-rack", "rack (availability zone) of this client: the live feed fetches from a replica in it when the cluster's replica selector is rack-aware (default: the leader)", String(&c.Rack)),
 		s("kafka-tls", "connect to Kafka with TLS", Bool(&c.TLS.Enabled)),
-		s("kafka-tls-ca-file", "PEM file of CAs to trust (default: system roots); implies TLS", String(&c.TLS.CAFile)),
-		s("kafka-tls-cert-file", "PEM client certificate for mutual TLS; implies TLS", String(&c.TLS.CertFile)),
-		s("kafka-tls-key-file", "PEM key of the client certificate", String(&c.TLS.KeyFile)),
+		s("kafka-tls-ca-file", "PEM file of CAs to trust (default: system roots), read again when it changes; implies TLS", String(&c.TLS.CAFile)),
+		s("kafka-tls-cert-file", "PEM client certificate for mutual TLS, read again when it changes; implies TLS", String(&c.TLS.CertFile)),
+		s("kafka-tls-key-file", "PEM key of the client certificate, read again when it changes", String(&c.TLS.KeyFile)),
 		s("kafka-tls-server-name", "name to check in the brokers' certificates", String(&c.TLS.ServerName)),
 		s("kafka-tls-insecure-skip-verify", "do not verify broker certificates (tests only)", Bool(&c.TLS.InsecureSkipVerify)),
 		s("kafka-sasl-mechanism", "SASL mechanism: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER or AWS_MSK_IAM (credentials from the AWS environment variables) (default: none)", String(&c.SASL.Mechanism)),
 		s("kafka-sasl-username", "SASL username", String(&c.SASL.Username)),
 		s("kafka-sasl-allow-plaintext", "allow SASL PLAIN without TLS, and an http OAUTHBEARER token endpoint, which send the password or secret in clear (default: refused)", Bool(&c.SASL.AllowPlaintext)),
 		{
-			Name: "kafka-sasl-password", Envs: []string{EnvName(prefix, "kafka-sasl-password")}, Group: "kafka-sasl-password",
-			Usage: "SASL password (prefer the -file form or the environment)", Value: String(&c.SASL.Password),
+			Name: "kafka-sasl-password", Envs: []string{EnvName(prefix, "kafka-sasl-password")}, Group: "kafka-sasl-password", NoFlag: true,
+			Usage: "SASL password", Value: String(&c.SASL.Password),
 		},
 		{
 			Name: "kafka-sasl-password-file", Envs: []string{EnvName(prefix, "kafka-sasl-password-file")}, Group: "kafka-sasl-password",
-			Usage: "file holding the SASL password (wins over kafka-sasl-password from the same source)", Value: File(&c.SASL.Password),
+			Usage: "file holding the SASL password, read again when it changes (wins over kafka-sasl-password from the same source)", Value: SecretFile(&c.SASL.PasswordFile),
 		},
 		s("kafka-sasl-oauth-token-url", "OAUTHBEARER: the identity provider's token endpoint (client-credentials grant)", String(&c.SASL.OAuth.TokenURL)),
 		s("kafka-sasl-oauth-client-id", "OAUTHBEARER: the client id", String(&c.SASL.OAuth.ClientID)),
 		{
-			Name: "kafka-sasl-oauth-client-secret", Envs: []string{EnvName(prefix, "kafka-sasl-oauth-client-secret")}, Group: "kafka-sasl-oauth-client-secret",
-			Usage: "OAUTHBEARER: the client secret (prefer the -file form or the environment)", Value: String(&c.SASL.OAuth.ClientSecret),
+			Name: "kafka-sasl-oauth-client-secret", Envs: []string{EnvName(prefix, "kafka-sasl-oauth-client-secret")}, Group: "kafka-sasl-oauth-client-secret", NoFlag: true,
+			Usage: "OAUTHBEARER: the client secret", Value: String(&c.SASL.OAuth.ClientSecret),
 		},
 		{
 			Name: "kafka-sasl-oauth-client-secret-file", Envs: []string{EnvName(prefix, "kafka-sasl-oauth-client-secret-file")}, Group: "kafka-sasl-oauth-client-secret",
-			Usage: "OAUTHBEARER: file holding the client secret (wins over kafka-sasl-oauth-client-secret from the same source)", Value: File(&c.SASL.OAuth.ClientSecret),
+			Usage: "OAUTHBEARER: file holding the client secret, read again when it changes (wins over kafka-sasl-oauth-client-secret from the same source)", Value: SecretFile(&c.SASL.OAuth.ClientSecretFile),
 		},
 		s("kafka-sasl-oauth-scope", "OAUTHBEARER: the scope to ask for, space-separated (default: none)", String(&c.SASL.OAuth.Scope)),
 		s("kafka-sasl-oauth-audience", "OAUTHBEARER: the audience parameter some providers need (default: none)", String(&c.SASL.OAuth.Audience)),
@@ -103,6 +106,9 @@ type Redis struct {
 	Addr string
 	// Username and Password authenticate (AUTH); empty means none. Password is never logged.
 	Username, Password string
+	// PasswordFile is a file holding the password, read again when it changes (new connections use a
+	// rotated Secret); it wins over Password. Empty means Password.
+	PasswordFile string
 	// DB is the database number. Default 0.
 	DB int
 }
@@ -113,7 +119,18 @@ func (r Redis) String() string {
 	if r.Password != "" {
 		pw = "(hidden)"
 	}
-	return fmt.Sprintf("{Addr:%s Username:%s Password:%s DB:%d}", r.Addr, r.Username, pw, r.DB)
+	return fmt.Sprintf("{Addr:%s Username:%s Password:%s PasswordFile:%s DB:%d}", r.Addr, r.Username, pw, r.PasswordFile, r.DB)
+}
+
+// Credentials returns what go-redis's Options.CredentialsProviderContext wants: the username, and the
+// password as it is or from PasswordFile as the file is when a connection is made.
+func (r Redis) Credentials() func(context.Context) (username, password string, err error) {
+	pw := secret.Pick(r.Password, "redis-password-file", r.PasswordFile)
+	user := r.Username
+	return func(context.Context) (string, string, error) {
+		p, err := pw.Get()
+		return user, p, err
+	}
 }
 
 // GoString is String, so that %#v does not print the password either.
@@ -127,12 +144,12 @@ func RedisSettings(c *Redis, prefix, addrUsage string) []Setting {
 		{Name: "redis-addr", Envs: []string{"REDIS_ADDR", EnvName(prefix, "redis-addr")}, Usage: addrUsage, Value: String(&c.Addr)},
 		{Name: "redis-username", Envs: []string{EnvName(prefix, "redis-username")}, Usage: "Redis username (ACL); empty means none", Value: String(&c.Username)},
 		{
-			Name: "redis-password", Envs: []string{EnvName(prefix, "redis-password")}, Group: "redis-password",
-			Usage: "Redis password (prefer the -file form or the environment)", Value: String(&c.Password),
+			Name: "redis-password", Envs: []string{EnvName(prefix, "redis-password")}, Group: "redis-password", NoFlag: true,
+			Usage: "Redis password", Value: String(&c.Password),
 		},
 		{
 			Name: "redis-password-file", Envs: []string{EnvName(prefix, "redis-password-file")}, Group: "redis-password",
-			Usage: "file holding the Redis password", Value: File(&c.Password),
+			Usage: "file holding the Redis password, read again when it changes", Value: SecretFile(&c.PasswordFile),
 		},
 		{Name: "redis-db", Envs: []string{EnvName(prefix, "redis-db")}, Usage: "Redis database number", Value: Int(&c.DB)},
 	}
@@ -176,8 +193,12 @@ func Load(ss []Setting, args []string, getenv func(string) string, o Options) (m
 	fs := flag.NewFlagSet(o.Program, flag.ContinueOnError)
 	fs.SetOutput(o.Out)
 	configFile := fs.String("config", "", o.ConfigUsage)
+	var refused error // a NoFlag setting given as a flag
 	for _, s := range ss {
 		if s.NoFlag {
+			// Registered only to say why it is refused, rather than "flag provided but not defined"; the error
+			// is made here, not by the flag package, whose message would quote the secret.
+			fs.Var(refusedFlag{s, ss, &refused}, s.Name, "not a flag: "+s.Usage+" (env "+strings.Join(s.Envs, " or ")+", or the config file)")
 			continue
 		}
 		if s.FlagOnly {
@@ -188,6 +209,9 @@ func Load(ss []Setting, args []string, getenv func(string) string, o Options) (m
 	}
 	if err := fs.Parse(args); err != nil {
 		return nil, err
+	}
+	if refused != nil {
+		return nil, refused
 	}
 	if fs.NArg() > 0 && o.Rest == nil {
 		return nil, fmt.Errorf("unexpected argument %q (settings are flags: --name=value)", fs.Arg(0))
@@ -247,6 +271,30 @@ func Load(ss []Setting, args []string, getenv func(string) string, o Options) (m
 		}
 	}
 	return file, nil
+}
+
+// refusedFlag stands for a NoFlag setting on the command line: setting it records, in *err, an error saying
+// where the value goes instead. The value is dropped.
+type refusedFlag struct {
+	s   Setting
+	ss  []Setting
+	err *error
+}
+
+func (r refusedFlag) String() string { return "" }
+
+func (r refusedFlag) Set(string) error {
+	where := strings.Join(r.s.Envs, " or ")
+	for _, o := range r.ss {
+		if o.group() == r.s.group() && o.Name != r.s.Name && !o.NoFlag {
+			where += ", or --" + o.Name // the file form of a secret
+		}
+	}
+	if *r.err == nil {
+		*r.err = fmt.Errorf("--%s: a secret is not taken from the command line, which process lists show: set %s (or %s in the config file)",
+			r.s.Name, where, r.s.Name)
+	}
+	return nil
 }
 
 // oneLine keeps the first line of a multi-line message (the YAML library adds an annotated excerpt).

@@ -5,11 +5,12 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ssegate/ssegate/pkg/secret"
 )
 
 // String returns a flag.Value that sets *p to the text as it is.
@@ -35,9 +36,10 @@ func Bytes(p *int64) flag.Value { return (*bytesValue)(p) }
 // Level returns a flag.Value that parses a slog level: debug, info, warn or error.
 func Level(p *slog.Level) flag.Value { return (*levelValue)(p) }
 
-// File returns a flag.Value that sets *p to the contents of the named file, without trailing line ends
-// (a password or token mounted as a file).
-func File(p *string) flag.Value { return (*fileValue)(p) }
+// SecretFile returns a flag.Value that sets *p to the path of a secret file (a password or token mounted from a
+// Kubernetes Secret) after reading the file once, so that a file that is missing, unreadable or empty is an
+// error at start. The services read it again when it changes (see package secret).
+func SecretFile(p *string) flag.Value { return (*secretFileValue)(p) }
 
 // Int returns a flag.Value that parses a whole number.
 func Int(p *int) flag.Value { return (*intValue)(p) }
@@ -163,17 +165,15 @@ func (v *levelValue) Set(s string) error {
 	return nil
 }
 
-// fileValue sets a string field to the trimmed contents of the named file.
-type fileValue string
+type secretFileValue string
 
-func (v *fileValue) String() string { return "" }
+func (v *secretFileValue) String() string { return string(*v) }
 
-func (v *fileValue) Set(path string) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
+func (v *secretFileValue) Set(path string) error {
+	if _, err := secret.NewFile("file", path).Read(); err != nil {
 		return err
 	}
-	*v = fileValue(strings.TrimRight(string(b), "\r\n"))
+	*v = secretFileValue(path)
 	return nil
 }
 

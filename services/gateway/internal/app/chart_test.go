@@ -509,7 +509,7 @@ func checkChartAuth(t *testing.T, vals map[string]any, cfg Config) {
 		cfg.Limits.MaxPerSubject != l["maxStreamsPerSubject"] || cfg.Limits.MaxTopicsPerStream != l["maxTopicsPerStream"] || cfg.Limits.QuotaFailure != l["quotaFailure"] || fmt.Sprint(cfg.Limits.TrustedProxies) != fmt.Sprint(l["trustedProxies"]) {
 		t.Errorf("limits %+v, want %v", cfg.Limits, l)
 	}
-	if !strings.HasSuffix(cfg.Limits.Redis.Addr, "-redis:6379") || cfg.Limits.Redis.Password != "x" {
+	if _, pw, err := cfg.Limits.Redis.Credentials()(t.Context()); !strings.HasSuffix(cfg.Limits.Redis.Addr, "-redis:6379") || err != nil || pw != "x" {
 		t.Errorf("the limits' Redis %v, want the bundled one with the Secret's password", cfg.Limits.Redis)
 	}
 }

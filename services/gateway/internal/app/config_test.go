@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ssegate/ssegate/pkg/secret"
 	"github.com/ssegate/ssegate/services/gateway/internal/feed"
 )
 
@@ -153,7 +154,7 @@ func TestLoadSources(t *testing.T) {
 				"--value-format=base64", "--topic-value-format=a=text",
 				"--kafka-tls-ca-file=/ca.pem", "--kafka-tls-cert-file=/c.pem", "--kafka-tls-key-file=/k.pem",
 				"--kafka-tls-server-name=kafka.local", "--kafka-tls-insecure-skip-verify=true",
-				"--kafka-sasl-mechanism=SCRAM-SHA-512", "--kafka-sasl-username=u", "--kafka-sasl-password=p",
+				"--kafka-sasl-mechanism=SCRAM-SHA-512", "--kafka-sasl-username=u",
 				"--kafka-sasl-allow-plaintext",
 			},
 			env: map[string]string{},
@@ -178,7 +179,7 @@ func TestLoadSources(t *testing.T) {
 				c.Kafka.TLS.CAFile, c.Kafka.TLS.CertFile, c.Kafka.TLS.KeyFile = "/ca.pem", "/c.pem", "/k.pem"
 				c.Kafka.TLS.ServerName = "kafka.local"
 				c.Kafka.TLS.InsecureSkipVerify = true
-				c.Kafka.SASL.Mechanism, c.Kafka.SASL.Username, c.Kafka.SASL.Password = "SCRAM-SHA-512", "u", "p"
+				c.Kafka.SASL.Mechanism, c.Kafka.SASL.Username = "SCRAM-SHA-512", "u"
 				c.Kafka.SASL.AllowPlaintext = true
 			},
 		},
@@ -187,7 +188,7 @@ func TestLoadSources(t *testing.T) {
 			args: []string{
 				"--admin-listen=127.0.0.1:9191", "--pprof", "--max-streams=5000", "--stream-rate=200", "--stream-burst=400",
 				"--max-streams-per-ip=20", "--max-streams-per-subject=5", "--trusted-proxies=10.0.0.0/8, 192.0.2.1",
-				"--redis-addr=redis:6379", "--redis-username=gw", "--redis-password=pw", "--redis-db=2",
+				"--redis-addr=redis:6379", "--redis-username=gw", "--redis-db=2",
 				"--quota-key-prefix=q:", "--quota-expiry=1m", "--quota-timeout=250ms", "--quota-failure=closed",
 				"--max-topics-per-stream=3",
 			},
@@ -197,7 +198,7 @@ func TestLoadSources(t *testing.T) {
 				c.Limits = LimitConfig{
 					MaxStreams: 5000, StreamRate: 200, StreamBurst: 400, MaxPerIP: 20, MaxPerSubject: 5, MaxTopicsPerStream: 3,
 					TrustedProxies: []string{"10.0.0.0/8", "192.0.2.1"},
-					Redis:          RedisConfig{Addr: "redis:6379", Username: "gw", Password: "pw", DB: 2},
+					Redis:          RedisConfig{Addr: "redis:6379", Username: "gw", DB: 2},
 					QuotaKeyPrefix: "q:", QuotaExpiry: time.Minute, QuotaTimeout: 250 * time.Millisecond, QuotaFailure: "closed",
 				}
 			},
@@ -469,8 +470,8 @@ func TestLoadPasswordFile(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s: Load: %v", src.name, err)
 				}
-				if c.Kafka.SASL.Password != tc.want {
-					t.Errorf("%s: password = %q, want %q", src.name, c.Kafka.SASL.Password, tc.want)
+				if pw := saslPassword(t, c); pw != tc.want {
+					t.Errorf("%s: password = %q, want %q", src.name, pw, tc.want)
 				}
 			}
 		})
@@ -668,8 +669,18 @@ func TestLoadPositionTopic(t *testing.T) {
 	}
 }
 
-// TestLoadPasswordGroup: kafka-sasl-password and kafka-sasl-password-file set one field; the strongest
-// source of either wins for both.
+// saslPassword is the SASL password c gives: its file's contents, or the password as it is.
+func saslPassword(t *testing.T, c Config) string {
+	t.Helper()
+	pw, err := secret.Pick(c.Kafka.SASL.Password, "kafka-sasl-password-file", c.Kafka.SASL.PasswordFile).Get()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pw
+}
+
+// TestLoadPasswordGroup: kafka-sasl-password and kafka-sasl-password-file set one password; the strongest
+// source of either wins for both. The password itself is never a flag.
 func TestLoadPasswordGroup(t *testing.T) {
 	path := writeConfigFile(t, "pw", "fromfile\n")
 	base := map[string]string{"SSEGATE_KAFKA_SASL_MECHANISM": "PLAIN", "SSEGATE_KAFKA_SASL_USERNAME": "u", "SSEGATE_KAFKA_SASL_ALLOW_PLAINTEXT": "true"}
@@ -692,14 +703,20 @@ func TestLoadPasswordGroup(t *testing.T) {
 	}{
 		{"file flag beats env password", []string{"--kafka-sasl-password-file=" + path}, env("SSEGATE_KAFKA_SASL_PASSWORD", "fromenv"), "", "fromfile"},
 		{"file flag beats yaml password", []string{"--kafka-sasl-password-file=" + path}, env(), "kafka-sasl-password: fromyaml\n", "fromfile"},
-		{"password flag beats env file", []string{"--kafka-sasl-password=fromflag"}, env("SSEGATE_KAFKA_SASL_PASSWORD_FILE", path), "", "fromflag"},
+		{"no password flag", []string{"--kafka-sasl-password=fromflag"}, env("SSEGATE_KAFKA_SASL_PASSWORD_FILE", path), "", "error: set SSEGATE_KAFKA_SASL_PASSWORD"},
 		{"env password beats yaml file", nil, env("SSEGATE_KAFKA_SASL_PASSWORD", "fromenv"), "kafka-sasl-password-file: " + path + "\n", "fromenv"},
 		{"yaml file alone", nil, env(), "kafka-sasl-password-file: " + path + "\n", "fromfile"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := loadConfig(t, tc.args, tc.env, tc.yaml)
-			if err != nil || c.Kafka.SASL.Password != tc.want {
-				t.Fatalf("password = %q, %v; want %q", c.Kafka.SASL.Password, err, tc.want)
+			if want, ok := strings.CutPrefix(tc.want, "error: "); ok {
+				if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "fromflag") {
+					t.Fatalf("Load: %v, want an error saying %q without the password", err, want)
+				}
+				return
+			}
+			if err != nil || saslPassword(t, c) != tc.want {
+				t.Fatalf("password = %q, %v; want %q", saslPassword(t, c), err, tc.want)
 			}
 		})
 	}

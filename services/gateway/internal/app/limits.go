@@ -30,7 +30,7 @@ func newLimiter(c LimitConfig, log *slog.Logger) (*limit.Limiter, *limit.Redis, 
 	var rdb *redis.Client
 	if c.shared() {
 		rdb = redis.NewClient(&redis.Options{
-			Addr: c.Redis.Addr, Username: c.Redis.Username, Password: c.Redis.Password, DB: c.Redis.DB,
+			Addr: c.Redis.Addr, CredentialsProviderContext: c.Redis.Credentials(), DB: c.Redis.DB,
 			// Admission waits for Redis at most quota-timeout; the client must honor the deadline.
 			ContextTimeoutEnabled: true,
 		})

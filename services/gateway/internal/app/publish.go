@@ -82,7 +82,7 @@ func (a *App) newPublisher(kopts []kgo.Opt, tracer trace.Tracer) error {
 	if r := a.cfg.Limits.Redis; r.Addr != "" {
 		rdb := a.rdb
 		if rdb == nil {
-			p.rdb = redis.NewClient(&redis.Options{Addr: r.Addr, Username: r.Username, Password: r.Password, DB: r.DB, ContextTimeoutEnabled: true})
+			p.rdb = redis.NewClient(&redis.Options{Addr: r.Addr, CredentialsProviderContext: r.Credentials(), DB: r.DB, ContextTimeoutEnabled: true})
 			rdb = p.rdb
 		}
 		store = publish.NewRedisStore(rdb, pc.IdempotencyPrefix, pc.IdempotencyWindow)

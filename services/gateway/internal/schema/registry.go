@@ -4,13 +4,12 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
-	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/sr"
 
 	"github.com/ssegate/ssegate/pkg/kafkaconn"
+	"github.com/ssegate/ssegate/pkg/secret"
 )
 
 // RegistryConfig is how to reach a schema registry's REST API (Confluent's, or a compatible one: Apicurio's
@@ -18,12 +17,13 @@ import (
 type RegistryConfig struct {
 	// URLs of the registry; each request goes to the first that answers.
 	URLs []string
-	// Username and PasswordFile: HTTP basic authentication (Confluent Cloud: an API key and secret).
+	// Username and PasswordFile: HTTP basic authentication (Confluent Cloud: an API key and secret). The
+	// password file is read again when it changes (see package secret).
 	Username, PasswordFile string
-	// TokenFile holds a bearer token, read again for every request (a token that a sidecar or the kubelet
+	// TokenFile holds a bearer token, read again when it changes (a token that a sidecar or the kubelet
 	// rotates keeps working).
 	TokenFile string
-	// TLS of https URLs: CAs to trust, a client certificate.
+	// TLS of https URLs: CAs to trust, a client certificate; its files are read again when they change.
 	TLS kafkaconn.TLSConfig
 	// Timeout of one request. Default 5s.
 	Timeout time.Duration
@@ -52,8 +52,8 @@ func (c RegistryConfig) Validate() error {
 	return nil
 }
 
-// NewRegistry returns a client of the registry c names. It checks the settings and reads the password file;
-// it does not touch the network.
+// NewRegistry returns a client of the registry c names. It checks the settings and reads the TLS, password
+// and token files once, to check them; it does not touch the network.
 func NewRegistry(c RegistryConfig) (*sr.Client, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
@@ -61,34 +61,48 @@ func NewRegistry(c RegistryConfig) (*sr.Client, error) {
 	if c.Timeout <= 0 {
 		c.Timeout = 5 * time.Second
 	}
+	d, err := c.TLS.NewDialer()
+	if err != nil {
+		return nil, fmt.Errorf("schema registry: %w", err)
+	}
 	tc, err := c.TLS.Load()
 	if err != nil {
 		return nil, fmt.Errorf("schema registry: %w", err)
 	}
 	transport := http.DefaultTransport.(*http.Transport).Clone()
-	transport.TLSClientConfig = tc
+	// Direct https connections are made by the dialer, with the TLS files as they are then; through a proxy,
+	// http.Transport makes the TLS connection itself, with those of the start.
+	transport.TLSClientConfig, transport.DialTLSContext = tc, d.DialContext
 	opts := []sr.ClientOpt{
 		sr.URLs(c.URLs...),
 		sr.HTTPClient(&http.Client{Transport: transport, Timeout: c.Timeout}),
 		sr.UserAgent("ssegate"),
 	}
 	if c.Username != "" {
-		pass, err := os.ReadFile(c.PasswordFile)
-		if err != nil {
-			return nil, fmt.Errorf("schema-registry-password-file: %w", err)
-		}
-		opts = append(opts, sr.BasicAuth(c.Username, strings.TrimSpace(string(pass))))
-	}
-	if c.TokenFile != "" {
-		if _, err := os.ReadFile(c.TokenFile); err != nil {
-			return nil, fmt.Errorf("schema-registry-token-file: %w", err)
+		pass := secret.NewFile("schema-registry-password-file", c.PasswordFile)
+		if _, err := pass.Read(); err != nil {
+			return nil, err
 		}
 		opts = append(opts, sr.PreReq(func(req *http.Request) error {
-			tok, err := os.ReadFile(c.TokenFile)
+			pw, err := pass.Text()
 			if err != nil {
-				return fmt.Errorf("schema-registry-token-file: %w", err)
+				return err
 			}
-			req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
+			req.SetBasicAuth(c.Username, pw)
+			return nil
+		}))
+	}
+	if c.TokenFile != "" {
+		tok := secret.NewFile("schema-registry-token-file", c.TokenFile)
+		if _, err := tok.Read(); err != nil {
+			return nil, err
+		}
+		opts = append(opts, sr.PreReq(func(req *http.Request) error {
+			t, err := tok.Text()
+			if err != nil {
+				return err
+			}
+			req.Header.Set("Authorization", "Bearer "+t)
 			return nil
 		}))
 	}

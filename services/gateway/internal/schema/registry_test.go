@@ -141,8 +141,8 @@ func TestRegistryDown(t *testing.T) {
 	}
 }
 
-// TestRegistryAuth: basic authentication from the password file; a bearer token read again for every request,
-// so a rotated token is the one sent.
+// TestRegistryAuth: basic authentication from the password file and a bearer token from the token file, each
+// file read again when it changes, so a rotated password or token is the one sent next.
 func TestRegistryAuth(t *testing.T) {
 	var got []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -173,7 +173,9 @@ func TestRegistryAuth(t *testing.T) {
 	_, _ = bearer.SchemaByID(ctx, 1)
 	write("token", "tok-2")
 	_, _ = bearer.SchemaByID(ctx, 1)
-	want := []string{"Basic a2V5OnNlY3JldA==", "Bearer tok-1", "Bearer tok-2"}
+	write("pass", "rotated\n")
+	_, _ = basic.SchemaByID(ctx, 1)
+	want := []string{"Basic a2V5OnNlY3JldA==", "Bearer tok-1", "Bearer tok-2", "Basic a2V5OnJvdGF0ZWQ="}
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("Authorization headers %q, want %q", got, want)
 	}

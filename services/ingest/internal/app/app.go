@@ -90,7 +90,7 @@ func NewWithOptions(cfg Config, log *slog.Logger, o Options) (*App, error) {
 	} else {
 		a.shared = true
 		a.rdb = redis.NewClient(&redis.Options{
-			Addr: cfg.Redis.Addr, Username: cfg.Redis.Username, Password: cfg.Redis.Password, DB: cfg.Redis.DB,
+			Addr: cfg.Redis.Addr, CredentialsProviderContext: cfg.Redis.Credentials(), DB: cfg.Redis.DB,
 			// Renewals carry a deadline before the lease can expire; the client must honor it.
 			ContextTimeoutEnabled: true,
 		})
@@ -164,7 +164,7 @@ func NewWithOptions(cfg Config, log *slog.Logger, o Options) (*App, error) {
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 	}
-	if ap, err := netip.ParseAddrPort(a.ln.Addr().String()); cfg.HTTPToken == "" && (err != nil || !ap.Addr().IsLoopback()) {
+	if ap, err := netip.ParseAddrPort(a.ln.Addr().String()); cfg.httpToken().IsZero() && (err != nil || !ap.Addr().IsLoopback()) {
 		log.Warn("the HTTP endpoints (/sources, /metrics) are open to the network without a token: set http-token, or listen on loopback",
 			"addr", a.ln.Addr().String())
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ssegate/ssegate/pkg/kafkaconn"
+	"github.com/ssegate/ssegate/pkg/secret"
 	"github.com/ssegate/ssegate/pkg/settings"
 	"github.com/ssegate/ssegate/services/ingest/internal/lease"
 	"github.com/ssegate/ssegate/services/ingest/internal/source"
@@ -31,9 +32,12 @@ type Config struct {
 	Listen string
 	// HTTPToken, when set, is the bearer token that /sources and /metrics require (Authorization: Bearer);
 	// /healthz and /readyz stay open for probes. Empty (the default) requires none. It comes from the
-	// environment, the file, or a file of its own (http-token-file), never from a flag, which would show it in
-	// process lists. At least 16 characters.
+	// environment or the config file, never from a flag, which would show it in process lists. At least 16
+	// characters.
 	HTTPToken Secret
+	// HTTPTokenFile is a file holding the token instead, read again when it changes (a rotated Kubernetes
+	// Secret is asked of the next request, within a second); it wins over HTTPToken. Empty means HTTPToken.
+	HTTPTokenFile string
 	// CheckpointTopic is the compacted topic of checkpoints, created if missing. Default
 	// "ssegate-ingest-checkpoints".
 	CheckpointTopic string
@@ -149,7 +153,7 @@ func settingsOf(c *Config) []settings.Setting {
 		},
 		{
 			Name: "http-token-file", Envs: []string{envName("http-token-file")}, Group: "http-token",
-			Usage: "file holding the bearer token that /sources and /metrics require", Value: settings.File((*string)(&c.HTTPToken)),
+			Usage: "file holding the bearer token that /sources and /metrics require, read again when it changes", Value: settings.SecretFile(&c.HTTPTokenFile),
 		},
 		s("checkpoint-topic", "compacted topic of checkpoints (created if missing)", settings.String(&c.CheckpointTopic)),
 		s("dead-letter-topic", "topic for oversized events; empty drops them", settings.String(&c.DeadLetterTopic)),
@@ -199,7 +203,7 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	}
 	if c.Listen == "" {
 		c.Listen = listenWithoutToken
-		if c.HTTPToken != "" {
+		if c.HTTPToken != "" || c.HTTPTokenFile != "" {
 			c.Listen = listenWithToken
 		}
 	}
@@ -260,9 +264,12 @@ func (c Config) Validate() error {
 	if err := validateOTLP(c.OTLPEndpoint); err != nil {
 		return err
 	}
-	if c.HTTPToken != "" && (len(c.HTTPToken) < 16 || strings.ContainsAny(string(c.HTTPToken), " \t\r\n")) {
-		return fmt.Errorf("invalid setting http-token (%s or %s): must be at least 16 characters, without blanks",
-			envName("http-token"), envName("http-token-file"))
+	tok, err := c.httpToken().Get()
+	if err != nil {
+		return fmt.Errorf("invalid setting http-token-file (%s): %w", envName("http-token-file"), err)
+	}
+	if err := checkHTTPToken(tok); err != nil {
+		return fmt.Errorf("invalid setting http-token (%s or %s): %w", envName("http-token"), envName("http-token-file"), err)
 	}
 	if c.Redis.Addr != "" {
 		if _, _, err := net.SplitHostPort(c.Redis.Addr); err != nil {
@@ -312,6 +319,20 @@ func (c Config) Validate() error {
 			return fmt.Errorf("invalid source %q (sources[%d]): setting name: the name is used twice", s.Name, i)
 		}
 		seen[s.Name] = true
+	}
+	return nil
+}
+
+// httpToken is the bearer token of /sources and /metrics: HTTPTokenFile's contents when it is set, else
+// HTTPToken. Its zero value means none.
+func (c Config) httpToken() secret.Value {
+	return secret.Pick(string(c.HTTPToken), "http-token-file", c.HTTPTokenFile)
+}
+
+// checkHTTPToken refuses a token that is too short or holds blanks; an empty one means none.
+func checkHTTPToken(tok string) error {
+	if tok != "" && (len(tok) < 16 || strings.ContainsAny(tok, " \t\r\n")) {
+		return errors.New("must be at least 16 characters, without blanks")
 	}
 	return nil
 }

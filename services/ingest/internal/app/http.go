@@ -11,6 +11,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/ssegate/ssegate/pkg/secret"
 	"github.com/ssegate/ssegate/services/ingest/internal/source"
 )
 
@@ -40,7 +41,7 @@ func (a *App) routes() *gin.Engine {
 	r.HEAD("/healthz", health)
 	r.GET("/readyz", a.handleReady)
 	r.HEAD("/readyz", a.handleReady)
-	auth := bearer(string(a.cfg.HTTPToken))
+	auth := bearer(a.cfg.httpToken())
 	r.GET("/metrics", auth, gin.WrapH(a.telemetry.handler))
 	r.GET("/sources", auth, a.handleSources)
 	r.NoRoute(func(c *gin.Context) {
@@ -53,14 +54,24 @@ func (a *App) routes() *gin.Engine {
 }
 
 // bearer returns a handler that lets a request through only with "Authorization: Bearer <token>", and
-// answers 401 JSON otherwise; with an empty token it lets everything through. The comparison takes the same
-// time wherever the tokens differ (it compares their hashes, so their lengths do not show either).
-func bearer(token string) gin.HandlerFunc {
-	if token == "" {
+// answers 401 JSON otherwise; with no token it lets everything through. A token from a file is the file as
+// it is now (read again when it changes); a file that has become unreadable, empty or too short lets nothing
+// through (503, naming the setting). The comparison takes the same time wherever the tokens differ (it
+// compares their hashes, so their lengths do not show either).
+func bearer(token secret.Value) gin.HandlerFunc {
+	if token.IsZero() {
 		return func(*gin.Context) {}
 	}
-	want := sha256.Sum256([]byte(token))
 	return func(c *gin.Context) {
+		tok, err := token.Get()
+		if err == nil {
+			err = checkHTTPToken(tok)
+		}
+		if err != nil {
+			c.AbortWithStatusJSON(http.StatusServiceUnavailable, gin.H{"error": "http-token-file cannot be used: see the file named by http-token-file"})
+			return
+		}
+		want := sha256.Sum256([]byte(tok))
 		// The scheme is case-insensitive (RFC 7235); the token is not.
 		scheme, got, ok := strings.Cut(c.GetHeader("Authorization"), " ")
 		ok = ok && strings.EqualFold(scheme, "Bearer")

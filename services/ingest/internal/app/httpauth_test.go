@@ -9,6 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/ssegate/ssegate/pkg/kafkatest"
 )
 
 const testToken = "0123456789abcdef-token"
@@ -49,8 +52,8 @@ func TestListenDefault(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if c.Listen != tc.listen || string(c.HTTPToken) != tc.wantSecret {
-				t.Fatalf("listen %q token set %v, want %q and %v", c.Listen, c.HTTPToken != "", tc.listen, tc.wantSecret != "")
+			if tok, err := c.httpToken().Get(); c.Listen != tc.listen || err != nil || tok != tc.wantSecret {
+				t.Fatalf("listen %q token set %v (%v), want %q and %v", c.Listen, tok != "", err, tc.listen, tc.wantSecret != "")
 			}
 		})
 	}
@@ -142,4 +145,45 @@ func TestHTTPToken(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestHTTPTokenFileRotation: http-token-file is read again when it changes: once the file holds a new token,
+// requests with it are let through and requests with the old one refused, without a restart; a file that
+// becomes empty refuses every request (503) rather than opening the endpoints.
+func TestHTTPTokenFileRotation(t *testing.T) {
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	write := func(s string) {
+		t.Helper()
+		if err := os.WriteFile(tokenFile, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(testToken + "\n")
+	cfg, err := loadWith(t, []string{"--listen", "127.0.0.1:0", "--http-token-file", tokenFile}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := New(cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.ln.Close(); a.closeRedis() })
+	status := func(token string) int {
+		req := httptest.NewRequest("GET", "/sources", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		w := httptest.NewRecorder()
+		a.srv.Handler.ServeHTTP(w, req)
+		return w.Code
+	}
+	const rotated = "fedcba9876543210-rotated"
+	if got := status(testToken); got != 200 {
+		t.Fatalf("the first token: %d", got)
+	}
+	write(rotated + "\n")
+	kafkatest.WaitFor(t, 10*time.Second, "the rotated token to be accepted", func() bool { return status(rotated) == 200 })
+	if got := status(testToken); got != 401 {
+		t.Fatalf("the old token after the rotation: %d, want 401", got)
+	}
+	write("\n")
+	kafkatest.WaitFor(t, 10*time.Second, "an emptied token file to refuse everything", func() bool { return status(rotated) == 503 && status("") == 503 })
 }
