@@ -174,7 +174,7 @@ func (h *authHook) admit(ctx context.Context, url string, req hookRequest) (*hoo
 	if !ok {
 		call = &hookCall{done: make(chan struct{})}
 		h.calls[k] = call
-		go h.run(k, url, req, call) // detached from ctx: its answer serves every request waiting for it
+		go h.run(k, url, req, call) //nolint:gosec // detached from the request: its answer serves every request waiting for it
 	}
 	h.mu.Unlock()
 	select {

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -94,7 +95,8 @@ func (h *authHook) renew(l *hookLease) {
 		h.stats.renewed.Add(1)
 		return
 	case err != nil:
-		if r, ok := err.(*hookRefusal); ok && r.status == http.StatusServiceUnavailable {
+		var r *hookRefusal
+		if errors.As(err, &r) && r.status == http.StatusServiceUnavailable {
 			return // not an answer: ask again, while there is time
 		}
 	}
@@ -122,13 +124,13 @@ var hookResultNames = [numHookResults]string{"allowed", "denied", "error", "time
 
 // hookStats counts what the hook did, for the metrics.
 type hookStats struct {
-	calls        [numHookResults]atomic.Int64
-	nanos        atomic.Int64 // time spent in calls, in all
-	cacheHits    atomic.Int64
-	cacheMisses  atomic.Int64
-	renewed      atomic.Int64 // held answers the hook gave again, which moved their streams' end
-	ended        atomic.Int64 // held answers the hook refused or changed on renewal: their streams end
+	calls       [numHookResults]atomic.Int64
+	nanos       atomic.Int64 // time spent in calls, in all
+	cacheHits   atomic.Int64
+	cacheMisses atomic.Int64
+	renewed     atomic.Int64 // held answers the hook gave again, which moved their streams' end
+	ended       atomic.Int64 // held answers the hook refused or changed on renewal: their streams end
 }
 
-func (s *hookStats) result(r int)             { s.calls[r].Add(1) }
+func (s *hookStats) result(r int)            { s.calls[r].Add(1) }
 func (s *hookStats) observe(d time.Duration) { s.nanos.Add(int64(d)) }

@@ -22,14 +22,15 @@ import (
 // and answers the gateway's questions as docs/security.md says a hook does. It can be slowed down, taken down,
 // and have sessions revoked.
 type sessionStore struct {
-	srv   *httptest.Server
-	mu    sync.Mutex
-	users map[string]string         // session cookie -> subject
-	scope map[string]map[string]any // subject -> scope (nil: what was asked)
-	delay time.Duration
-	down  bool
-	calls atomic.Int64
-	last  atomic.Pointer[hookSeen]
+	srv    *httptest.Server
+	cookie string // the session cookie's name
+	mu     sync.Mutex
+	users  map[string]string         // session cookie -> subject
+	scope  map[string]map[string]any // subject -> scope (nil: what was asked)
+	delay  time.Duration
+	down   bool
+	calls  atomic.Int64
+	last   atomic.Pointer[hookSeen]
 }
 
 // hookSeen is what the hook was last sent.
@@ -40,7 +41,7 @@ type hookSeen struct {
 }
 
 func newSessionStore(t *testing.T) *sessionStore {
-	s := &sessionStore{users: map[string]string{}, scope: map[string]map[string]any{}}
+	s := &sessionStore{cookie: "session", users: map[string]string{}, scope: map[string]map[string]any{}}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(s.srv.Close)
 	return s
@@ -54,7 +55,7 @@ func (s *sessionStore) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	delay, down := s.delay, s.down
 	var subject string
-	if c, err := r.Cookie("session"); err == nil {
+	if c, err := r.Cookie(s.cookie); err == nil {
 		subject = s.users[c.Value]
 	}
 	scope := s.scope[subject]

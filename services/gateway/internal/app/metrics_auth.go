@@ -62,11 +62,13 @@ func (t *telemetry) registerAuth(topics []string, stats map[string]*stream.Stats
 	return nil
 }
 
-// registerHookMetrics adds the authorization hook's metrics (none without a hook): its calls by result, the
-// time they took, its cache's hits and misses, and the renewals of held answers by outcome.
+// registerHookMetrics adds the authorization hook's metrics: its calls by result, the time they took, its
+// cache's hits and misses, and the renewals of held answers by outcome. Without a hook they stay at zero, so
+// that the alert's series exist on every gateway.
 func (t *telemetry) registerHookMetrics(h *authHook) error {
-	if h == nil {
-		return nil
+	s := &hookStats{}
+	if h != nil {
+		s = h.stats
 	}
 	m := t.provider.Meter("github.com/ssegate/ssegate/services/gateway")
 	calls, err1 := m.Int64ObservableCounter("ssegate.auth.hook.calls", metric.WithDescription("Calls of the authorization hook, by result: allowed, denied (its 401 or 403), error (another status, a malformed answer, no connection), timeout"))
@@ -81,7 +83,6 @@ func (t *telemetry) registerHookMetrics(h *authHook) error {
 	result := func(k, v string) metric.MeasurementOption {
 		return metric.WithAttributes(attribute.String(k, v))
 	}
-	s := h.stats
 	_, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		for i, name := range hookResultNames {
 			o.ObserveInt64(calls, s.calls[i].Load(), result("result", name))

@@ -34,7 +34,7 @@ func TestTokenRenewal(t *testing.T) {
 		done, _ := serveMem(t, NewServer(Config{Logger: discardLog}), w, f.rg, p, &st)
 		time.Sleep(5 * time.Second)
 		r.Extend(start.Add(30 * time.Second)) // the hook said yes again before the end
-		time.Sleep(10 * time.Second)           // past the first end
+		time.Sleep(10 * time.Second)          // past the first end
 		synctest.Wait()
 		select {
 		case reason := <-done:
