@@ -223,6 +223,21 @@ auth-query-token: true
 {{- with $a.expiryNotice }}
 auth-expiry-notice: {{ . | quote }}
 {{- end }}
+{{- with $a.hook.url }}
+auth-url: {{ . | quote }}
+{{- end }}
+{{- with $a.hook.topicUrls }}
+topic-auth-url: {{ toJson . }}
+{{- end }}
+{{- with $a.hook.timeout }}
+auth-hook-timeout: {{ . | quote }}
+{{- end }}
+{{- with $a.hook.ttl }}
+auth-hook-ttl: {{ . | quote }}
+{{- end }}
+{{- with $a.hook.cacheEntries }}
+auth-hook-cache-entries: {{ . }}
+{{- end }}
 {{- with .Values.gateway.cors.origins }}
 cors-origins: {{ toJson . }}
 {{- end }}

@@ -130,6 +130,9 @@ func (a *App) build() error {
 	if err := a.newAccess(); err != nil {
 		return err
 	}
+	if err := a.telemetry.registerHookMetrics(a.gate.hook); err != nil {
+		return err
+	}
 	limits, quota, rdb, err := newLimiter(a.cfg.Limits, a.log)
 	if err != nil {
 		return err
@@ -274,8 +277,8 @@ func (a *App) newAccess() error {
 	if a.asyncAPI, err = newAsyncAPIDocs(a.cfg); err != nil {
 		return err
 	}
-	a.trusted, err = limit.ParseTrusted(a.cfg.Limits.TrustedProxies)
-	return err
+	a.trusted = a.gate.trusted
+	return nil
 }
 
 // bind binds the clients' port and the admin port, and makes their servers.

@@ -5,10 +5,13 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"net/netip"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/ssegate/ssegate/services/gateway/internal/auth"
+	"github.com/ssegate/ssegate/services/gateway/internal/limit"
 	"github.com/ssegate/ssegate/services/gateway/internal/stream"
 )
 
@@ -19,6 +22,9 @@ const realm = "ssegate"
 // scope allows. It is immutable once built, and safe for concurrent use.
 type gate struct {
 	verifier *auth.Verifier // nil when no topic looks at tokens
+	hook     *authHook      // nil when no topic has an authorization hook
+	hookCfg  HookConfig
+	trusted  []netip.Prefix // proxies whose X-Forwarded-For names the client (the hook's client_ip)
 	modes    map[string]auth.Mode
 	extract  auth.Extractor
 	leeway   time.Duration
@@ -31,10 +37,17 @@ func newGate(cfg Config, log *slog.Logger) (*gate, error) {
 		return nil, err
 	}
 	g := &gate{
+		hookCfg: cfg.Auth.Hook,
 		modes:   modes,
 		extract: auth.Extractor{Cookie: cfg.Auth.Cookie, Query: cfg.Auth.QueryToken},
 		leeway:  cfg.Auth.Leeway,
 		notice:  cfg.Auth.ExpiryNotice,
+	}
+	if g.trusted, err = limit.ParseTrusted(cfg.Limits.TrustedProxies); err != nil {
+		return nil, err
+	}
+	if cfg.hasHook() {
+		g.hook = newAuthHook(cfg.Auth.Hook, log.With("component", "auth-hook"))
 	}
 	if !cfg.needsTokens() {
 		if cfg.Auth.hasKeySource() {
@@ -58,26 +71,38 @@ func newGate(cfg Config, log *slog.Logger) (*gate, error) {
 	return g, err
 }
 
-// run refreshes the keys until ctx ends.
+// run refreshes the keys, and renews the authorization hook's held answers, until ctx ends.
 func (g *gate) run(ctx context.Context) {
+	var wg sync.WaitGroup
+	if g.hook != nil {
+		wg.Go(func() { g.hook.renewLoop(ctx) })
+	}
 	if g.verifier != nil {
 		g.verifier.Run(ctx)
 	}
+	wg.Wait()
 }
 
 // grant is what a request may read of a topic: nil claims for an anonymous reader (a public topic).
 type grant struct {
 	claims *auth.Claims
-	topic  string // the topic the grant is for: the scope's per-topic entries that match it apply
+	topic  string     // the topic the grant is for: the scope's per-topic entries that match it apply
+	hook   *hookLease // the authorization hook's answer the claims come from; nil for a token's
 }
 
-// credential is a stream request's token, read and verified once however many topics the request names.
+// credential is a stream request's token, read and verified once however many topics the request names, and
+// the authorization hook's answers, asked once per hook for every topic of the request it decides.
 type credential struct {
 	r      *http.Request
 	read   bool
 	tok    string
 	claims *auth.Claims
 	err    error
+	// action and topics are what the request asks of an authorization hook (hookStream when empty; the topic
+	// admitted when none); hooked its answers by hook URL.
+	action string
+	topics []string
+	hooked map[string]*hookLease
 }
 
 // token returns the request's token ("" for none) and its claims, reading and verifying it on first use.
@@ -100,6 +125,9 @@ func (g *gate) token(cr *credential) (string, *auth.Claims, error) {
 // refused even there, so that a client learns its token needs renewing instead of silently getting another
 // view.
 func (g *gate) admit(cr *credential, topic string) (grant, error) {
+	if url := g.hookCfg.urlFor(topic); url != "" && g.hook != nil {
+		return g.admitHook(cr, url, topic)
+	}
 	mode := g.modes[topic]
 	if mode == auth.ModeNone {
 		return grant{}, nil
@@ -129,6 +157,22 @@ func (gr grant) apply(g *gate, p *stream.Params) error {
 	if gr.claims == nil {
 		return nil
 	}
+	if err := gr.narrow(p); err != nil {
+		return err
+	}
+	if gr.hook != nil {
+		// The hook's answer ends when it says, without leeway or notice (the session is the site's to renew);
+		// the renewer moves it on while the hook keeps allowing.
+		p.Expires, p.Renewal = gr.hook.renewal.Until(), gr.hook.renewal
+		return nil
+	}
+	p.Expires = gr.claims.Expires.Add(g.leeway)
+	p.ExpiryNotice = g.notice
+	return nil
+}
+
+// narrow narrows a stream's parameters to the grant's scope: its keys, events and filters.
+func (gr grant) narrow(p *stream.Params) error {
 	keys, events, filters := gr.claims.Scope.ForTopic(gr.topic)
 	if err := p.Narrow(keys, events); err != nil {
 		var se *stream.ScopeError
@@ -143,8 +187,6 @@ func (gr grant) apply(g *gate, p *stream.Params) error {
 			return &auth.Error{Reason: auth.ReasonBadClaim, Detail: "the token's filter: " + err.Error(), Err: err}
 		}
 	}
-	p.Expires = gr.claims.Expires.Add(g.leeway)
-	p.ExpiryNotice = g.notice
 	return nil
 }
 

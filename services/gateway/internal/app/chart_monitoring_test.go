@@ -99,7 +99,7 @@ func TestChartMonitoring(t *testing.T) {
 	wantAlerts := []string{
 		"SsegateConsumerLag", "SsegateDeliveryLag", "SsegateResyncs", "SsegateReplayFailures", "SsegateWriteFailures",
 		"SsegateServerErrors", "SsegateNotReady", "SsegateNoGatewayReady", "SsegatePublishFailing", "SsegatePublishSlow",
-		"SsegatePublishDuplicatesPossible", "SsegateTLSCertificateExpiring", "SsegateTLSCertificateReloadFailing",
+		"SsegatePublishDuplicatesPossible", "SsegateAuthHookFailing", "SsegateTLSCertificateExpiring", "SsegateTLSCertificateReloadFailing",
 		"SsegateIngestSourceNotStreaming", "SsegateIngestWriteFailures", "SsegateIngestCheckpointAge",
 	}
 	cases := []struct {

@@ -58,6 +58,10 @@ var chartValueSets = map[string]map[string]any{
 				"keySecret": map[string]any{"name": "issuer-keys", "key": "keys.pem", "format": "pem"},
 				"issuer":    "https://issuer.example.com", "audience": []any{"ssegate"}, "leeway": "30s",
 				"cookie": "session_token", "expiryNotice": "2m",
+				"hook": map[string]any{
+					"url": "http://sessions.app.svc:8080/authorize", "topicUrls": map[string]any{"payments": "https://pay.example.com/authorize"},
+					"timeout": "1500ms", "ttl": "45s", "cacheEntries": 500,
+				},
 			},
 			"cors":   map[string]any{"origins": []any{"https://app.example.com", "https://*.example.com"}, "credentials": true},
 			"limits": map[string]any{"maxStreams": 20000, "streamRate": 500, "maxStreamsPerIP": 50, "maxStreamsPerSubject": 10, "maxTopicsPerStream": 4, "trustedProxies": []any{"198.51.100.0/24"}, "quotaFailure": "closed"},
@@ -490,6 +494,11 @@ func checkChartAuth(t *testing.T, vals map[string]any, cfg Config) {
 	if fmt.Sprint(cfg.Auth.Algorithms) != fmt.Sprint(a["algorithms"]) || cfg.Auth.Issuer != a["issuer"] || fmt.Sprint(cfg.Auth.Audience) != fmt.Sprint(a["audience"]) ||
 		cfg.Auth.Cookie != a["cookie"] || cfg.Auth.Leeway != parseDur(t, a["leeway"]) || cfg.Auth.ExpiryNotice != parseDur(t, a["expiryNotice"]) {
 		t.Errorf("auth settings %+v, want the values %v", cfg.Auth, a)
+	}
+	h, _ := a["hook"].(map[string]any)
+	if cfg.Auth.Hook.URL != h["url"] || fmt.Sprint(cfg.Auth.Hook.TopicURLs) != fmt.Sprint(h["topicUrls"]) || cfg.Auth.Hook.Timeout != parseDur(t, h["timeout"]) ||
+		cfg.Auth.Hook.TTL != parseDur(t, h["ttl"]) || cfg.Auth.Hook.CacheEntries != h["cacheEntries"] {
+		t.Errorf("authorization hook %+v, want the values %v", cfg.Auth.Hook, h)
 	}
 	if fmt.Sprint(cfg.Auth.TopicModes) != fmt.Sprint(a["topicModes"]) || cfg.Auth.KeyRefresh != def.Auth.KeyRefresh || cfg.Auth.Claim != def.Auth.Claim {
 		t.Errorf("auth modes %v, key refresh %v, claim %q; want %v and the gateway's defaults", cfg.Auth.TopicModes, cfg.Auth.KeyRefresh, cfg.Auth.Claim, a["topicModes"])

@@ -232,6 +232,7 @@ func settingsOf(c *Config) []settings.Setting {
 	own = append(own, publishSettings(&c.Publish)...)
 	own = append(own, limitSettings(&c.Limits)...)
 	own = append(own, authSettings(&c.Auth, &c.CORS)...)
+	own = append(own, hookSettings(&c.Auth.Hook)...)
 	return append(own, settings.Kafka(&c.Kafka, "SSEGATE_")...)
 }
 
@@ -351,6 +352,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("invalid setting topic-slow-conflate (SSEGATE_TOPIC_SLOW_CONFLATE): %w", err)
 	}
 	if _, err := newHostPolicy(c.AllowedHosts); err != nil {
+		return err
+	}
+	if err := c.validateHook(); err != nil {
 		return err
 	}
 	return c.validateAuth()

@@ -49,6 +49,8 @@ type AuthConfig struct {
 	// ExpiryNotice is how long before a token expires its streams get "event: token-expiring". Default 1m;
 	// zero means no notice.
 	ExpiryNotice time.Duration
+	// Hook is the authorization hook (config_hook.go). Default none.
+	Hook HookConfig
 }
 
 // CORSConfig says which other origins' pages may read the gateway.
@@ -64,7 +66,7 @@ type CORSConfig struct {
 
 // authDefaults returns the auth configuration before any setting is applied.
 func authDefaults() AuthConfig {
-	return AuthConfig{KeyRefresh: time.Minute, Claim: "ssegate", Cookie: "ssegate_token", ExpiryNotice: time.Minute}
+	return AuthConfig{KeyRefresh: time.Minute, Claim: "ssegate", Cookie: "ssegate_token", ExpiryNotice: time.Minute, Hook: hookDefaults()}
 }
 
 func authSettings(a *AuthConfig, cors *CORSConfig) []settings.Setting {

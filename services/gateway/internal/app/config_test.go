@@ -100,6 +100,7 @@ func TestLoadDefaults(t *testing.T) {
 	want.Auth.Claim = "ssegate"
 	want.Auth.Cookie = "ssegate_token"
 	want.Auth.ExpiryNotice = time.Minute
+	want.Auth.Hook = HookConfig{Timeout: 2 * time.Second, TTL: time.Minute, CacheEntries: 10000}
 	want.Publish = publishDefaults()
 	want.WSMaxMessageBytes = 64 << 10
 	if !reflect.DeepEqual(got, want) {

@@ -43,9 +43,16 @@ func abort(c *gin.Context, err error) {
 	var lr *limit.Refusal
 	var ae *auth.Error
 	var ie *publish.InputError
+	var hr *hookRefusal
 	switch {
 	case errors.As(err, &ie):
 		status = ie.Status
+	case errors.As(err, &hr):
+		he := hr.httpError()
+		status, body["reason"] = he.status, he.reason
+		if he.status == http.StatusServiceUnavailable {
+			c.Header("Retry-After", "1")
+		}
 	case errors.As(err, &pe):
 		status, body["param"] = http.StatusBadRequest, pe.Param
 	case errors.As(err, &ae):
@@ -158,7 +165,10 @@ func (a *App) streamRequest(c *gin.Context) (streamReq, bool) {
 	}
 	grants := make([]grant, len(names))
 	subject := ""
-	cr := &credential{r: c.Request}
+	cr := &credential{r: c.Request, topics: names, action: hookStream}
+	if strings.HasPrefix(c.Request.URL.Path, "/ws/") {
+		cr.action = hookWebSocket
+	}
 	for i, name := range names {
 		if grants[i], err = a.gate.admit(cr, name); err != nil {
 			a.refuse(c, name, err)
@@ -184,7 +194,11 @@ func (a *App) streamRequest(c *gin.Context) (streamReq, bool) {
 	}
 	// The slots come back when the stream really ends, also for a stream the writer pool serves (Serve
 	// returns long before).
-	onEnd := func(stream.CloseReason) { lease.Release() }
+	letGo := a.gate.holdHooks(grants)
+	onEnd := func(stream.CloseReason) {
+		lease.Release()
+		letGo()
+	}
 	params[0].OnEnd = onEnd
 	return streamReq{topics: names, params: params, onEnd: onEnd}, true
 }

@@ -61,3 +61,41 @@ func (t *telemetry) registerAuth(topics []string, stats map[string]*stream.Stats
 	}
 	return nil
 }
+
+// registerHookMetrics adds the authorization hook's metrics: its calls by result, the time they took, its
+// cache's hits and misses, and the renewals of held answers by outcome. Without a hook they stay at zero, so
+// that the alert's series exist on every gateway.
+func (t *telemetry) registerHookMetrics(h *authHook) error {
+	s := &hookStats{}
+	if h != nil {
+		s = h.stats
+	}
+	m := t.provider.Meter("github.com/ssegate/ssegate/services/gateway")
+	calls, err1 := m.Int64ObservableCounter("ssegate.auth.hook.calls", metric.WithDescription("Calls of the authorization hook, by result: allowed, denied (its 401 or 403), error (another status, a malformed answer, no connection), timeout"))
+	secs, err2 := m.Float64ObservableCounter("ssegate.auth.hook.call", metric.WithUnit("s"), metric.WithDescription("Time spent in calls of the authorization hook, in all (with the calls: the mean latency)"))
+	cache, err3 := m.Int64ObservableCounter("ssegate.auth.hook.cache", metric.WithDescription("Requests the authorization hook's cache answered (hit) or not (miss)"))
+	renewals, err4 := m.Int64ObservableCounter("ssegate.auth.hook.renewals", metric.WithDescription("Held answers asked again before they ran out, by outcome: extended (their streams go on), ended (refused or changed: their streams end at the old expiry)"))
+	for _, err := range []error{err1, err2, err3, err4} {
+		if err != nil {
+			return fmt.Errorf("metric instrument: %w", err)
+		}
+	}
+	result := func(k, v string) metric.MeasurementOption {
+		return metric.WithAttributes(attribute.String(k, v))
+	}
+	_, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		for i, name := range hookResultNames {
+			o.ObserveInt64(calls, s.calls[i].Load(), result("result", name))
+		}
+		o.ObserveFloat64(secs, float64(s.nanos.Load())/1e9)
+		o.ObserveInt64(cache, s.cacheHits.Load(), result("result", "hit"))
+		o.ObserveInt64(cache, s.cacheMisses.Load(), result("result", "miss"))
+		o.ObserveInt64(renewals, s.renewed.Load(), result("result", "extended"))
+		o.ObserveInt64(renewals, s.ended.Load(), result("result", "ended"))
+		return nil
+	}, calls, secs, cache, renewals)
+	if err != nil {
+		return fmt.Errorf("metric callback: %w", err)
+	}
+	return nil
+}

@@ -300,6 +300,9 @@ func publishFailure(err error) (status, retryAfter, result int) {
 // publish covers the topic, or, with anonymous (publish-anonymous), no token on a topic whose mode is none or
 // optional. A token on a topic of mode none is not looked at, as for reads.
 func (g *gate) admitPublish(r *http.Request, topic string, anonymous bool) (grant, error) {
+	if url := g.hookCfg.urlFor(topic); url != "" && g.hook != nil {
+		return g.admitPublishHook(r, url, topic)
+	}
 	mode := g.modes[topic]
 	tok := ""
 	if mode != auth.ModeNone {

@@ -169,6 +169,12 @@ const maxFilter = 1024
 // lists of non-empty strings, a filter, publish lists and per-topic entries, nothing else (see decodeStrict).
 
 func parseScope(raw []byte) (*Scope, error) {
+	return ParseScope(raw)
+}
+
+// ParseScope reads a scope in the form of the scope claim (strictly, as a token's): an authorization hook's
+// answer carries one.
+func ParseScope(raw []byte) (*Scope, error) {
 	var js struct {
 		Topics      *[]string                   `json:"topics"`
 		Publish     *[]string                   `json:"publish"`

@@ -325,6 +325,7 @@ func (c *conn) setExpiry(p *Params, now int64, wallNow time.Time) {
 		return
 	}
 	c.tokEnd = nonZero(now + int64(p.Expires.Sub(wallNow)))
+	c.tokUntil = p.Expires
 	if p.ExpiryNotice > 0 {
 		c.tokNotice = nonZero(c.tokEnd - int64(p.ExpiryNotice))
 	}
@@ -357,6 +358,8 @@ func (c *conn) tokenStep(now int64) (frame []byte, end bool) {
 		return nil, false
 	case c.tokState == tokenEnded:
 		return nil, true
+	case c.momentDue(now) && c.renewed(now):
+		return nil, false
 	case now >= c.tokEnd:
 		c.tokState = tokenEnded
 		return c.tokenFrame(EventTokenExpired, `{"expired_at":"`+time.Unix(c.p.expires, 0).UTC().Format(time.RFC3339)+`"}`), true
@@ -368,6 +371,11 @@ func (c *conn) tokenStep(now int64) (frame []byte, end bool) {
 			time.Unix(c.p.expires, 0).UTC().Format(time.RFC3339), left.Milliseconds())), false
 	}
 	return nil, false
+}
+
+// momentDue says whether one of the token's moments (the notice or the end) has come at now.
+func (c *conn) momentDue(now int64) bool {
+	return now >= c.tokEnd || c.tokState == tokenLive && c.tokNotice != 0 && now >= c.tokNotice
 }
 
 // tokenFrame returns a frame of the gateway's own with the client's position as its id.

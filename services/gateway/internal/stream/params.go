@@ -40,6 +40,9 @@ type Params struct {
 	// client's position as its id), so that the page fetches a new token before the end. Zero means no
 	// notice.
 	ExpiryNotice time.Duration
+	// Renewal, when not nil, may move Expires later while the stream runs (an authorization hook asked again):
+	// at Expires the stream goes on to the Renewal's time if it is later. Nil means Expires is final.
+	Renewal *Renewal
 	// LastEventID is the position to resume from: the Last-Event-ID header, else the lastEventId or
 	// last_event_id query parameter. Empty means a new stream. It is parsed when the stream starts, so that
 	// a malformed one is answered in the stream (event: resync) rather than with an HTTP error that would
@@ -92,6 +95,7 @@ type kept struct {
 	OnEnd     func(CloseReason)
 	Explain   bool
 	expires   int64 // Params.Expires in Unix seconds (the token frames name it to the second); 0 for never
+	renewal   *Renewal
 }
 
 // kept returns what a stream of t keeps of p: a topic conflated by its operator (Topic.Conflate) conflates
@@ -99,7 +103,7 @@ type kept struct {
 func (p *Params) kept(t *Topic) kept {
 	k := kept{
 		Heartbeat: p.Heartbeat, Events: p.Events, Keys: p.Keys, Filter: p.Filter, Fields: p.Fields,
-		Conflate: max(p.Conflate, t.Conflate), OnEnd: p.OnEnd, Explain: p.Explain,
+		Conflate: max(p.Conflate, t.Conflate), OnEnd: p.OnEnd, Explain: p.Explain, renewal: p.Renewal,
 	}
 	if !p.Expires.IsZero() {
 		k.expires = p.Expires.Unix()

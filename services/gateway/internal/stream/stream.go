@@ -250,8 +250,9 @@ type conn struct {
 	draining <-chan struct{} // the server's drain signal; nil once seen
 	drainAt  int64           // when this stream closes (monoNow); 0 until the server drains
 
-	tokNotice int64 // when the token-expiring frame is due (monoNow); 0 for none
-	tokEnd    int64 // when the token expires and the stream ends (monoNow); 0 for never
+	tokNotice int64     // when the token-expiring frame is due (monoNow); 0 for none
+	tokEnd    int64     // when the token expires and the stream ends (monoNow); 0 for never
+	tokUntil  time.Time // the wall-clock time tokEnd stands for (Params.Expires, or where a Renewal moved it)
 
 	pos      position.Vector // the client's position: what it has been sent (or passed by a filter); on the fast path it is not kept up to date, see last
 	last     []byte          // on the fast path, the last frame written (the client's position is its id); nil when pos is current
