@@ -1,6 +1,7 @@
 package kafkatest
 
 import (
+	"context"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -40,7 +41,7 @@ type proxyConn struct {
 // later (before the first client connects). It stops when the test ends.
 func NewProxy(t testing.TB, target string) *Proxy {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := new(net.ListenConfig).Listen(context.Background(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("proxy: %v", err)
 	}
@@ -108,7 +109,7 @@ func (p *Proxy) accept() {
 		c := &proxyConn{client: client}
 		if mode == proxyBlackhole {
 			c.dead.Store(true)
-		} else if c.broker, err = net.Dial("tcp", *p.target.Load()); err != nil {
+		} else if c.broker, err = new(net.Dialer).DialContext(context.Background(), "tcp", *p.target.Load()); err != nil {
 			_ = client.Close()
 			continue
 		}

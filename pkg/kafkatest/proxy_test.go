@@ -12,11 +12,11 @@ import (
 // TestProxy: a proxy forwards both ways; blackholed, its open connections carry nothing either way and new
 // ones are accepted quickly and carry nothing; reset, new connections fail at once.
 func TestProxy(t *testing.T) {
-	echo, err := net.Listen("tcp", "127.0.0.1:0")
+	echo, err := new(net.ListenConfig).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer echo.Close()
+	defer func() { _ = echo.Close() }()
 	go func() {
 		for {
 			c, err := echo.Accept()
@@ -24,7 +24,7 @@ func TestProxy(t *testing.T) {
 				return
 			}
 			go func() {
-				defer c.Close()
+				defer func() { _ = c.Close() }()
 				sc := bufio.NewScanner(c)
 				for sc.Scan() {
 					_, _ = c.Write(append(sc.Bytes(), '\n'))

@@ -70,7 +70,7 @@ func (f *follower) Move(parts map[string]map[int32]int64, toLeaders bool) {
 	f.mu.Lock()
 	f.moves = append(f.moves, fmt.Sprint(toLeaders, parts))
 	f.mu.Unlock()
-	f.Client.Reassign(parts)
+	f.Reassign(parts)
 	f.kc.PausePolls(false)
 }
 
