@@ -45,17 +45,19 @@ func NewKafkaCluster(kafkaOpts ...kgo.Opt) (Cluster, error) {
 		kgo.KeepControlRecords(),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{}),
 	)
-	probe, err := kgo.NewClient(opts...)
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("feed: kafka client: %w", err)
 	}
-	rack, _ := probe.OptValue(kgo.Rack).(string)
+	rack, _ := cl.OptValue(kgo.Rack).(string)
 	if rack == "" {
-		return &kafkaCluster{cl: probe, adm: kadm.NewClient(probe)}, nil
+		return &kafkaCluster{cl: cl, adm: kadm.NewClient(cl)}, nil
 	}
-	probe.Close()
+	// With a rack: the client again, with the hook that watches its followers (only a client tells its
+	// options), and one without a rack.
+	cl.Close()
 	watch := &replicaWatch{state: newFollowState(rack)}
-	cl, err := kgo.NewClient(append(slices.Clone(opts), kgo.WithHooks(watch))...)
+	cl, err = kgo.NewClient(append(slices.Clone(opts), kgo.WithHooks(watch))...)
 	if err != nil {
 		return nil, fmt.Errorf("feed: kafka client: %w", err)
 	}
