@@ -35,47 +35,17 @@ func TestUnreachableFollower(t *testing.T) {
 	}
 	defer cl.Close()
 	a, b := kafkatest.TopicName(t)+".a", kafkatest.TopicName(t)+".b"
-	createAssigned(t, ctx, cl, a, [][]int32{{1, 2, 3}, {1, 2, 3}})
-	createAssigned(t, ctx, cl, b, [][]int32{{1, 3}})
 	adm := kadm.NewClient(cl)
-	kafkatest.WaitFor(t, 30*time.Second, "node 1 leading every partition with all its replicas in sync", func() bool {
-		md, err := adm.Metadata(ctx, a, b)
-		if err != nil {
-			return false
-		}
-		for _, td := range md.Topics {
-			for _, p := range td.Partitions {
-				if p.Leader != 1 || len(p.ISR) != len(p.Replicas) {
-					return false
-				}
-			}
-		}
-		return len(md.Topics[a].Partitions) == 2 && len(md.Topics[b].Partitions) == 1
-	})
+	createInSync(t, ctx, cl, map[string][][]int32{a: {{1, 2, 3}, {1, 2, 3}}, b: {{1, 3}}})
 	g := startGatewayOn(t, c.ClientBrokers, []string{a, b}, func(cfg *Config) {
 		cfg.Kafka.Rack = "zone-b"
 		cfg.Prefill = 0
 	})
 	g.waitReady(t)
 	streams := map[string]*orderedStream{a: newOrderedStream(t, ctx, g.url+"/streams/"+a), b: newOrderedStream(t, ctx, g.url+"/streams/"+b)}
-	// A record of a is 2 KB, one of b a few bytes: what node 1 serves after node 2 is lost is mostly a's.
-	pad := strings.Repeat("x", 2000)
 	produce := func(n int, bound time.Duration) {
 		t.Helper()
-		for range n {
-			for _, r := range []*kgo.Record{{Topic: a, Partition: 0}, {Topic: a, Partition: 1}, {Topic: b}} {
-				s := streams[r.Topic]
-				r.Value = fmt.Appendf(nil, "%d.%d", r.Partition, s.sent[r.Partition])
-				if r.Topic == a {
-					r.Value = append(r.Value, pad...)
-				}
-				if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
-					t.Fatalf("produce to %s/%d: %v", r.Topic, r.Partition, err)
-				}
-				s.sent[r.Partition]++
-				s.expect(t, r, bound)
-			}
-		}
+		produceEach(t, ctx, cl, streams, []*kgo.Record{{Topic: a, Partition: 0}, {Topic: a, Partition: 1}, {Topic: b}}, a, n, bound)
 	}
 	served := func(node int) float64 {
 		return metricValue(t, g, "ssegate_feed_fetch_bytes_total", fmt.Sprintf(`broker="%d"`, node))
@@ -130,6 +100,37 @@ func TestUnreachableFollower(t *testing.T) {
 	}
 }
 
+// createInSync creates the topics (createAssigned) and waits until each partition is led by its first replica
+// with all its replicas in sync.
+func createInSync(t *testing.T, ctx context.Context, cl *kgo.Client, topics map[string][][]int32) {
+	t.Helper()
+	adm := kadm.NewClient(cl)
+	var names []string
+	for topic, replicas := range topics {
+		createAssigned(t, ctx, cl, topic, replicas)
+		names = append(names, topic)
+	}
+	kafkatest.WaitFor(t, 30*time.Second, "every partition led by its first replica, all its replicas in sync", func() bool {
+		md, err := adm.Metadata(ctx, names...)
+		if err != nil {
+			return false
+		}
+		for topic, replicas := range topics {
+			ps := md.Topics[topic].Partitions
+			if len(ps) != len(replicas) {
+				return false
+			}
+			for i, rs := range replicas {
+				p := ps[int32(i)]
+				if p.Leader != rs[0] || len(p.ISR) != len(rs) {
+					return false
+				}
+			}
+		}
+		return true
+	})
+}
+
 // createAssigned creates topic with a partition per entry of replicas, each on those brokers (the first leads).
 func createAssigned(t *testing.T, ctx context.Context, cl *kgo.Client, topic string, replicas [][]int32) {
 	t.Helper()
@@ -148,6 +149,27 @@ func createAssigned(t *testing.T, ctx context.Context, cl *kgo.Client, topic str
 	}
 	if err != nil {
 		t.Fatalf("create topic %s: %v", topic, err)
+	}
+}
+
+// produceEach produces n records to each of the partitions of parts (their topic and partition) in turn, and
+// checks that each reaches its topic's stream within bound. A record of padded is 2 KB, another a few bytes.
+func produceEach(t *testing.T, ctx context.Context, cl *kgo.Client, streams map[string]*orderedStream, parts []*kgo.Record, padded string, n int, bound time.Duration) {
+	t.Helper()
+	pad := strings.Repeat("x", 2000)
+	for range n {
+		for _, p := range parts {
+			s := streams[p.Topic]
+			r := &kgo.Record{Topic: p.Topic, Partition: p.Partition, Value: fmt.Appendf(nil, "%d.%d", p.Partition, s.sent[p.Partition])}
+			if r.Topic == padded {
+				r.Value = append(r.Value, pad...)
+			}
+			if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
+				t.Fatalf("produce to %s/%d: %v", r.Topic, r.Partition, err)
+			}
+			s.sent[r.Partition]++
+			s.expect(t, r, bound)
+		}
 	}
 }
 
