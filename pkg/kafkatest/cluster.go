@@ -21,7 +21,13 @@ type RackCluster struct {
 	Brokers []string
 	// Racks are the brokers' racks, in node order (node i+1 is in Racks[i]).
 	Racks []string
-	dirs  []string
+	// Proxies are, in node order, the proxies in front of the brokers' client listeners, which advertise
+	// the proxies' addresses (NewProxiedRackCluster; nil otherwise).
+	Proxies []*Proxy
+	// ClientBrokers are the proxies' addresses: a client that starts from them reaches every broker
+	// through its proxy.
+	ClientBrokers []string
+	dirs          []string
 }
 
 // rackProps make a follower that stopped leave the in-sync replicas, and the controller fence it, in seconds
@@ -33,6 +39,20 @@ const rackProps = "replica.lag.time.max.ms=3000\nbroker.heartbeat.interval.ms=50
 // test ends. It needs the Kafka jars the test broker runs from, so it skips (fails under CI=true) where
 // there is no test broker.
 func NewRackCluster(t testing.TB, racks ...string) *RackCluster {
+	t.Helper()
+	return newRackCluster(t, false, racks)
+}
+
+// NewProxiedRackCluster is NewRackCluster with a Proxy in front of each broker for the clients of
+// ClientBrokers: each broker has a client listener advertised at its proxy's address, so that such a client
+// reaches every broker through the proxies (and can lose one broker, Proxy.Blackhole, while the brokers,
+// which replicate over their PLAINTEXT listeners, do not). Brokers still reach them directly.
+func NewProxiedRackCluster(t testing.TB, racks ...string) *RackCluster {
+	t.Helper()
+	return newRackCluster(t, true, racks)
+}
+
+func newRackCluster(t testing.TB, proxied bool, racks []string) *RackCluster {
 	t.Helper()
 	Brokers(t)
 	script := kafkaScript()
@@ -46,7 +66,17 @@ func NewRackCluster(t testing.TB, racks ...string) *RackCluster {
 			c.Stop(t, i+1)
 		}
 	})
+	if proxied {
+		for range racks {
+			p := NewProxy(t, "")
+			c.Proxies = append(c.Proxies, p)
+			c.ClientBrokers = append(c.ClientBrokers, p.Addr())
+		}
+	}
 	start := func(i int, env ...string) string {
+		if proxied {
+			env = append(env, "KAFKA_CLIENT_ADVERTISED="+c.Proxies[i].Addr())
+		}
 		cmd := exec.CommandContext(context.Background(), script, "start", c.dirs[i]) //nolint:gosec // the kit's own script, in a folder of the test's
 		cmd.Env = append(os.Environ(), append(env, "KAFKA_HOST=127.0.0.1", "KAFKA_HEAP=256m", "KAFKA_RACK="+racks[i], "KAFKA_PROPS="+rackProps,
 			"KAFKA_NODE_ID="+string(rune('1'+i)))...)
@@ -57,11 +87,18 @@ func NewRackCluster(t testing.TB, racks ...string) *RackCluster {
 			t.Errorf("kafka.sh start node %d: %v\n%s", i+1, err, stderr.String())
 			return ""
 		}
+		broker := ""
 		sc := bufio.NewScanner(bytes.NewReader(out))
 		for sc.Scan() {
 			if v, ok := strings.CutPrefix(sc.Text(), "KAFKA_BROKERS="); ok {
-				return v
+				broker = v
 			}
+			if v, ok := strings.CutPrefix(sc.Text(), "KAFKA_CLIENT_LISTENER="); ok && proxied {
+				c.Proxies[i].SetTarget(v)
+			}
+		}
+		if broker != "" {
+			return broker
 		}
 		t.Errorf("kafka.sh start node %d printed no KAFKA_BROKERS", i+1)
 		return ""

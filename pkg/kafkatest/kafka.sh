@@ -20,6 +20,10 @@
 # DIR/cluster-id; it runs as a broker only. KAFKA_RACK sets broker.rack (every broker has the rack-aware replica selector), KAFKA_PROPS adds
 # lines to server.properties, KAFKA_HEAP sets the heap (default 512m).
 #
+# KAFKA_CLIENT_ADVERTISED=HOST:PORT adds a fourth client listener, CLIENT (plaintext) on PORT+4, advertised as
+# HOST:PORT: a proxy in front of it sees every connection of the clients that reach the cluster through it
+# (KAFKA_CLIENT_LISTENER, printed, is where it forwards to), while the brokers replicate over PLAINTEXT.
+#
 # KAFKA_HOST (default 127.0.0.1) is the address the PLAINTEXT, SASL and SSL listeners bind to and advertise,
 # for clients that cannot reach loopback (the test cluster's pods reach the host on its bridge address); the
 # controller stays on 127.0.0.1.
@@ -53,7 +57,7 @@ fetch() {
 }
 
 free_port() {
-	# Four consecutive free ports: PLAINTEXT, SASL, the controller, SSL.
+	# Five consecutive free ports: PLAINTEXT, SASL, the controller, SSL, CLIENT (when asked for).
 	python3 - "$host" <<'PY'
 import socket, sys
 host = sys.argv[1]
@@ -61,7 +65,7 @@ for _ in range(200):
     s = socket.socket(); s.bind((host, 0)); p = s.getsockname()[1]
     try:
         others = []
-        for d in (1, 2, 3):
+        for d in (1, 2, 3, 4):
             o = socket.socket(); others.append(o); o.bind((host if d != 2 else "127.0.0.1", p + d))
     except OSError:
         s.close(); [o.close() for o in others]; continue
@@ -131,7 +135,11 @@ start() {
 			fi
 		done
 	fi
-	local sasl=$((port + 1)) ctl=$((port + 2)) ssl=$((port + 3))
+	local sasl=$((port + 1)) ctl=$((port + 2)) ssl=$((port + 3)) client=$((port + 4))
+	local client_listener= client_advertised=
+	if [ -n "${KAFKA_CLIENT_ADVERTISED:-}" ]; then
+		client_listener=,CLIENT://$host:$client client_advertised=,CLIENT://$KAFKA_CLIENT_ADVERTISED
+	fi
 	rm -rf "$dir/data" "$dir/server.log"
 	make_certs "$dir/tls"
 	make_jwks "$dir/oauth"
@@ -144,11 +152,11 @@ start() {
 process.roles=$roles
 node.id=${KAFKA_NODE_ID:-1}
 controller.quorum.voters=$voters
-listeners=PLAINTEXT://$host:$port,SASL_PLAINTEXT://$host:$sasl$ctl_listener,SSL://$host:$ssl
-advertised.listeners=PLAINTEXT://$host:$port,SASL_PLAINTEXT://$host:$sasl,SSL://$host:$ssl
+listeners=PLAINTEXT://$host:$port,SASL_PLAINTEXT://$host:$sasl$ctl_listener,SSL://$host:$ssl$client_listener
+advertised.listeners=PLAINTEXT://$host:$port,SASL_PLAINTEXT://$host:$sasl,SSL://$host:$ssl$client_advertised
 controller.listener.names=CONTROLLER
 inter.broker.listener.name=PLAINTEXT
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT,SSL:SSL
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT,SSL:SSL,CLIENT:PLAINTEXT
 listener.name.ssl.ssl.keystore.type=PEM
 listener.name.ssl.ssl.keystore.location=$dir/tls/keystore.pem
 sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER
@@ -222,6 +230,7 @@ LOG
 	echo "KAFKA_TLS_BROKERS=$host:$ssl"
 	echo "KAFKA_TLS_CA=$dir/tls/ca.pem"
 	echo "KAFKA_OAUTH_KEY=$dir/oauth/key.pem"
+	if [ -n "$client_listener" ]; then echo "KAFKA_CLIENT_LISTENER=$host:$client"; fi
 }
 
 case "${1:-}" in

@@ -245,7 +245,7 @@ func (a *App) newMetrics(res *sdkresource.Resource, obs *observer) error {
 	if err := t.registerValueMetrics(a.values); err != nil {
 		return err
 	}
-	if err := t.registerKafka(&a.fetched); err != nil {
+	if err := t.registerKafka(&a.fetched, a.feed); err != nil {
 		return err
 	}
 	if a.httpClients, a.httpAdmin, err = t.httpMetrics(); err != nil {

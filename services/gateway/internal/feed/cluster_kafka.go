@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -22,15 +23,21 @@ var ErrClosed = errors.New("feed: cluster closed")
 type kafkaCluster struct {
 	cl  *kgo.Client
 	adm *kadm.Client
-	// watch notices brokers the client cannot reach, when it has a rack (nil without): see replicaWatch.
+	// watch notices followers the client cannot reach, when it has a rack (nil without): see replicaWatch.
 	watch *replicaWatch
+	// lead, with a rack (nil without), is a client without one, which reads the partitions of the followers
+	// lost from their leaders (see follow.go).
+	lead *kgo.Client
+	// ctx ends at Close, which waits for probes, the requests asking lost followers whether they answer.
+	ctx    context.Context
+	stop   context.CancelFunc
+	probes sync.WaitGroup
 }
 
 // NewKafkaCluster returns the Cluster that kafkaOpts (brokers, TLS, SASL) reach. It does not touch the
 // network.
 func NewKafkaCluster(kafkaOpts ...kgo.Opt) (Cluster, error) {
-	watch := &replicaWatch{}
-	opts := append(slices.Clone(kafkaOpts), kgo.WithHooks(watch),
+	opts := append(slices.Clone(kafkaOpts),
 		// Metadata answers (partitions, and the partitions offsets are listed for) are at most this old:
 		// a partition added a moment ago is known to a resume that names it.
 		kgo.MetadataMinAge(250*time.Millisecond),
@@ -42,17 +49,34 @@ func NewKafkaCluster(kafkaOpts ...kgo.Opt) (Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("feed: kafka client: %w", err)
 	}
-	k := &kafkaCluster{cl: cl, adm: kadm.NewClient(cl)}
-	if rack, _ := cl.OptValue(kgo.Rack).(string); rack != "" {
-		k.watch = watch
+	rack, _ := cl.OptValue(kgo.Rack).(string)
+	if rack == "" {
+		return &kafkaCluster{cl: cl, adm: kadm.NewClient(cl)}, nil
 	}
-	return k, nil
+	// With a rack: the client again, with the hook that watches its followers (only a client tells its
+	// options), and one without a rack.
+	cl.Close()
+	watch := &replicaWatch{state: newFollowState(rack)}
+	cl, err = kgo.NewClient(append(slices.Clone(opts), kgo.WithHooks(watch))...)
+	if err != nil {
+		return nil, fmt.Errorf("feed: kafka client: %w", err)
+	}
+	lead, err := kgo.NewClient(append(opts, kgo.Rack(""))...)
+	if err != nil {
+		cl.Close()
+		return nil, fmt.Errorf("feed: kafka client without a rack: %w", err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	return &kafkaCluster{cl: cl, adm: kadm.NewClient(cl), watch: watch, lead: lead, ctx: ctx, stop: stop}, nil
 }
 
 func (k *kafkaCluster) Metadata(ctx context.Context, topics []string) (map[string]TopicMeta, error) {
 	md, err := k.adm.Metadata(ctx, topics...)
 	if err != nil {
 		return nil, fmt.Errorf("metadata: %w", err)
+	}
+	if k.watch != nil {
+		k.learn(md)
 	}
 	out := map[string]TopicMeta{}
 	for _, name := range topics {
@@ -121,32 +145,49 @@ func (k *kafkaCluster) Reassign(parts map[string]map[int32]int64) {
 		topics = append(topics, topic)
 	}
 	k.cl.PurgeTopicsFromClient(topics...)
+	if k.lead != nil {
+		k.lead.PurgeTopicsFromClient(topics...)
+	}
 	k.Assign(parts)
 }
 
+// Assign reads each partition through the client with a rack, or, when its follower was lost, through the one
+// without (see follow.go).
 func (k *kafkaCluster) Assign(parts map[string]map[int32]int64) {
-	add := map[string]map[int32]kgo.Offset{}
+	if k.watch == nil {
+		k.cl.AddConsumePartitions(kgoOffsets(parts))
+		return
+	}
+	follow, lead := map[string]map[int32]int64{}, map[string]map[int32]int64{}
 	for topic, ps := range parts {
-		add[topic] = map[int32]kgo.Offset{}
 		for p, off := range ps {
-			if off == AtLogStart {
-				add[topic][p] = kgo.NewOffset().AtStart()
-			} else {
-				add[topic][p] = kgo.NewOffset().At(off)
+			to := follow
+			if k.watch.state.toLeader(topic, p) {
+				to = lead
 			}
+			if to[topic] == nil {
+				to[topic] = map[int32]int64{}
+			}
+			to[topic][p] = off
 		}
 	}
-	k.cl.AddConsumePartitions(add)
+	if len(follow) > 0 {
+		k.cl.AddConsumePartitions(kgoOffsets(follow))
+	}
+	if len(lead) > 0 {
+		k.lead.AddConsumePartitions(kgoOffsets(lead))
+		k.watch.signal() // a poll of the client with a rack alone is under way
+	}
 }
 
 func (k *kafkaCluster) Poll(ctx context.Context) ([]Fetched, error) {
 	var fs kgo.Fetches
 	if k.watch != nil {
-		fs = k.watch.poll(ctx, k.cl)
-	} else {
-		fs = k.cl.PollFetches(ctx)
-	}
-	if fs.IsClientClosed() {
+		var err error
+		if fs, err = k.watch.poll(ctx, k.cl, k.lead); err != nil {
+			return nil, err
+		}
+	} else if fs = k.cl.PollFetches(ctx); fs.IsClientClosed() {
 		return nil, ErrClosed
 	}
 	if err := ctx.Err(); err != nil {
@@ -180,4 +221,32 @@ func (k *kafkaCluster) Poll(ctx context.Context) ([]Fetched, error) {
 	return out, nil
 }
 
-func (k *kafkaCluster) Close() { k.cl.Close() }
+func (k *kafkaCluster) Close() {
+	if k.lead != nil {
+		k.stop()
+		k.probes.Wait()
+		k.lead.Close()
+	}
+	k.cl.Close()
+}
+
+// learn tells the follow state the brokers' racks and the partitions' replicas of a metadata answer.
+func (k *kafkaCluster) learn(md kadm.Metadata) {
+	racks := map[int32]string{}
+	for _, b := range md.Brokers {
+		if b.Rack != nil {
+			racks[b.NodeID] = *b.Rack
+		}
+	}
+	topics := map[string]map[int32]partitionReplicas{}
+	for name, td := range md.Topics {
+		if td.Err != nil {
+			continue
+		}
+		topics[name] = map[int32]partitionReplicas{}
+		for _, pd := range td.Partitions {
+			topics[name][pd.Partition] = partitionReplicas{leader: pd.Leader, replicas: pd.Replicas}
+		}
+	}
+	k.watch.state.learn(racks, topics)
+}

@@ -232,8 +232,8 @@ func (f *Feed) fetchLoop(ctx context.Context) {
 			clear(xs)
 			byTopic[t] = xs[:0]
 		}
-		if rl, ok := f.kc.(replicaLoser); ok && rl.ReplicaLost() {
-			f.backToLeaders()
+		if rl, ok := f.kc.(replicaLoser); ok && rl.Following() {
+			f.follow(rl)
 		}
 	}
 }

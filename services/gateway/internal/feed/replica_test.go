@@ -14,37 +14,44 @@ import (
 	"github.com/ssegate/ssegate/services/gateway/internal/memlog"
 )
 
-// follower is a cluster read from a follower that stops answering while paused (memlog.PausePolls): the feed
-// is told of a stall (Stalled), which wakes its poll, and its move back to the leaders (Reassign) unpauses it,
-// as the leader answers.
+// follower is a cluster read from a follower (broker 2) that stops answering while paused (memlog.PausePolls):
+// the feed tells it of a stall (Stalled), which wakes its poll and makes it move the stalled partitions to
+// their leaders (Moves), and that move (Move) unpauses it, as the leader answers.
 type follower struct {
 	*memlog.Client
 	kc *memlog.Cluster
 
-	mu        sync.Mutex
-	cancel    context.CancelFunc
-	lost      bool
-	reassigns []map[string]map[int32]int64
+	mu      sync.Mutex
+	cancel  context.CancelFunc
+	stalled map[string][]int32
+	moves   []string
 }
 
 func (f *follower) Following() bool { return true }
 
-func (f *follower) Stalled() {
+func (f *follower) Stalled(parts map[string][]int32) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.lost = true
+	if f.stalled == nil {
+		f.stalled = parts
+	}
 	if f.cancel != nil {
 		f.cancel()
 	}
 }
 
-func (f *follower) ReplicaLost() bool {
+func (f *follower) Moves() []feed.FollowMove {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	lost := f.lost
-	f.lost = false
-	return lost
+	if f.stalled == nil {
+		return nil
+	}
+	m := []feed.FollowMove{feed.ToLeaders(2, f.stalled)}
+	f.stalled = map[string][]int32{} // once
+	return m
 }
+
+func (f *follower) Moved(func(broker int32, toLeaders, back int64)) {}
 
 func (f *follower) Poll(ctx context.Context) ([]feed.Fetched, error) {
 	pctx, cancel := context.WithCancel(ctx)
@@ -59,17 +66,17 @@ func (f *follower) Poll(ctx context.Context) ([]feed.Fetched, error) {
 	return out, err
 }
 
-func (f *follower) Reassign(parts map[string]map[int32]int64) {
+func (f *follower) Move(parts map[string]map[int32]int64, toLeaders bool) {
 	f.mu.Lock()
-	f.reassigns = append(f.reassigns, parts)
+	f.moves = append(f.moves, fmt.Sprint(toLeaders, parts))
 	f.mu.Unlock()
-	f.Client.Reassign(parts)
+	f.Reassign(parts)
 	f.kc.PausePolls(false)
 }
 
 // TestStalledFollowerBackToLeader: a partition with records to read that the feed has not read for the stall
-// time is read from the leader again, from the exact offset after the last record read, and the rest of the
-// records arrive once each, in order.
+// time is reported stalled, and when the cluster moves it to its leader the feed gives the exact offset after
+// the last record read; the rest of the records arrive once each, in order.
 func TestStalledFollowerBackToLeader(t *testing.T) {
 	defer feed.SetReplicaStall(300 * time.Millisecond)()
 	kc := memlog.New()
@@ -101,8 +108,8 @@ func TestStalledFollowerBackToLeader(t *testing.T) {
 	waitFor(t, func() bool { return frames() == 10 })
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
-	if len(cl.reassigns) != 1 || fmt.Sprint(cl.reassigns[0]) != "map[t:map[0:5]]" {
-		t.Fatalf("moves back to the leader: %v, want one, of partition 0 from offset 5", cl.reassigns)
+	if fmt.Sprint(cl.moves) != "[true map[t:map[0:5]]]" {
+		t.Fatalf("moves to the leader: %v, want one, of partition 0 from offset 5", cl.moves)
 	}
 }
 
