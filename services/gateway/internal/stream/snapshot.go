@@ -9,6 +9,7 @@ import (
 
 	"github.com/ssegate/ssegate/pkg/position"
 	"github.com/ssegate/ssegate/pkg/sse"
+	"github.com/ssegate/ssegate/services/gateway/internal/feed"
 	"github.com/ssegate/ssegate/services/gateway/internal/ring"
 )
 
@@ -30,7 +31,7 @@ import (
 var SnapshotMaxBytes = 16 << 20
 
 // LiveEvent is the event type of the frame that ends a snapshot.
-const LiveEvent = "live"
+const LiveEvent = feed.EventLive
 
 // snapshotForever is a snapshot's interval: it sends when the catch-up ends, not on a clock.
 const snapshotForever = 100 * 365 * 24 * time.Hour
@@ -146,6 +147,5 @@ func (c *conn) endSnapshot() error {
 	c.flushDue(0)
 	c.cf = nil
 	c.idBuf, _ = c.pos.AppendText(c.idBuf[:0])
-	c.buf = sse.AppendEventBytes(c.buf, c.idBuf, []byte(LiveEvent), fmt.Appendf(nil, `{"id":%q}`, c.idBuf))
-	return c.flushBuf()
+	return c.writeOwn(kindLive, sse.AppendEventBytes(nil, c.idBuf, []byte(LiveEvent), fmt.Appendf(nil, `{"id":%q}`, c.idBuf)))
 }
