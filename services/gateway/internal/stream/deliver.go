@@ -391,14 +391,17 @@ func (c *conn) tokenFrame(typ, data string) []byte {
 // frame stays a valid SSE frame.
 var metaPrefix = []byte("::m ")
 
-// appendMeta appends the meta line of a record.
+// appendMeta appends the meta line of a record; a record without a key, or with an empty one, has "-".
 func appendMeta(dst []byte, partition int32, offset int64, key []byte) []byte {
 	dst = append(dst, metaPrefix...)
 	dst = strconv.AppendInt(dst, int64(partition), 10)
 	dst = append(dst, ' ')
 	dst = strconv.AppendInt(dst, offset, 10)
 	dst = append(dst, ' ')
-	if key == nil {
+	// The ring does not tell a null key from an empty one (a keyless record's key is an empty slice once the
+	// ring holds keys): both are none, on the ring's frames and the records read back from Kafka alike. An
+	// empty base64 field would leave the line two fields long, which reads as no meta line: not a record.
+	if len(key) == 0 {
 		dst = append(dst, '-')
 	} else {
 		dst = base64.StdEncoding.AppendEncode(dst, key)

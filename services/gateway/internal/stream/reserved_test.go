@@ -179,13 +179,16 @@ func TestReservedRecordFiltered(t *testing.T) {
 }
 
 // TestOwnFrameHasNoMeta: on a WebSocket, a resync the feed published goes out without the meta line of a
-// record (partition, offset, key): a client tells records from the gateway's messages by it. Before, it had
-// one, and a WebSocket page took the resync for a record.
+// record (partition, offset, key), and every record with one, keyless ones too: a client tells records from the
+// gateway's messages by it. Before, the resync had one, and a WebSocket page took it for a record; and a
+// keyless record after a keyed one in the ring (whose key is then empty, not nil) had a meta line of two
+// fields, which read as none: the page took it by its type.
 func TestOwnFrameHasNoMeta(t *testing.T) {
 	f := newFeeder(t, 1<<20)
 	f.publishRaw([]rawFrame{
 		{rest: "event: resync\ndata: {\"reason\":\"retention\"}\n\n", own: true},
 		{rest: "event: resync\ndata: r\n\n", key: []byte("k")},
+		{rest: "event: resync\ndata: keyless\n\n"},
 	})
 	frames, _, _, err := f.rg.ReadFrames(0, nil, 1<<20)
 	if err != nil {
@@ -196,7 +199,8 @@ func TestOwnFrameHasNoMeta(t *testing.T) {
 		c.deliverFrame(fr, &c.p)
 	}
 	want := "id: v1:0-0\nevent: resync\ndata: {\"reason\":\"retention\"}\n\n" +
-		"id: v1:0-1\n::m 0 1 aw==\nevent: resync\ndata: r\n\n"
+		"id: v1:0-1\n::m 0 1 aw==\nevent: resync\ndata: r\n\n" +
+		"id: v1:0-2\n::m 0 2 -\nevent: resync\ndata: keyless\n\n"
 	if string(c.buf) != want {
 		t.Fatalf("frames\n%q\nwant\n%q", c.buf, want)
 	}
@@ -204,5 +208,9 @@ func TestOwnFrameHasNoMeta(t *testing.T) {
 	msg := s.appendMessage(nil, parseWSFrame([]byte(want[:strings.Index(want, "\n\n")+1])))
 	if string(msg) != `{"data":{"reason":"retention"},"event":"resync","id":"v1:0-0"}` {
 		t.Errorf("the resync's message %s", msg)
+	}
+	last := want[strings.LastIndex(want[:len(want)-2], "\n\n")+2:]
+	if msg := s.appendMessage(nil, parseWSFrame([]byte(last))); string(msg) != `{"data":"keyless","event":"resync","id":"v1:0-2","offset":2,"partition":0}` {
+		t.Errorf("the keyless record's message %s", msg)
 	}
 }
