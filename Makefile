@@ -7,7 +7,7 @@ GOLANGCI_LINT          := $(CACHE)/bin/golangci-lint-$(GOLANGCI_LINT_VERSION).d/
 GOTEST_FLAGS           ?= -race -count=1 -timeout 15m
 FUZZTIME               ?= 15s
 
-.PHONY: run test test-go test-k8s e2e-k8s lint fmt vet bench fuzz tidy-check build clean loadtest image helm-docs
+.PHONY: run deps test test-go test-k8s e2e-k8s lint fmt vet bench fuzz tidy-check build clean loadtest image helm-docs
 
 ## run: gateway + local Kafka + demo producer; open http://127.0.0.1:8080/
 run:
@@ -15,8 +15,12 @@ run:
 
 BROWSER_DEPS           := pkg/browsertest/node_modules/.package-lock.json
 
-## test: every test, against a real Kafka and Redis started for the run (and headless Chromium)
-test: $(BROWSER_DEPS)
+## deps: install what the tests need and the machine lacks (Debian packages as root; nginx and the registry into the cache)
+deps:
+	pkg/testenv/deps.sh install test
+
+## test: every test, against a real Kafka and Redis started for the run (and headless Chromium); installs what is missing first
+test: deps $(BROWSER_DEPS)
 	pkg/kafkatest/with-services.sh -- $(MAKE) --no-print-directory test-go
 
 $(BROWSER_DEPS): pkg/browsertest/package.json pkg/browsertest/package-lock.json
@@ -40,6 +44,7 @@ test-k8s:
 
 ## e2e-k8s: the chart on a real node (kubelet, containerd, runc, CNI bridge) with Kafka and the images; root
 e2e-k8s:
+	pkg/testenv/deps.sh install k8s
 	k8s/cluster/with-cluster.sh --node -- $(GO) test -tags kube $(KUBE_TEST_FLAGS) -run '^TestChart(SlowStart)?OnNode$$' ./k8s/cluster/
 
 ## image: an OCI image tarball of each service in .run/image (IMAGE_PLATFORMS=linux/amd64,linux/arm64 for multi-arch)

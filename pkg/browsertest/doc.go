@@ -4,6 +4,6 @@
 // `make test` installs their npm packages (package.json, package-lock.json) here; the gateway's browser
 // tests (services/gateway/internal/app, browser_*_test.go) run them under node.
 //
-// There is no Go API here yet: the package exists so that the driver has a home beside the other test
-// helpers (kafkatest, redistest, ssetest).
+// Its Go API runs the AsyncAPI project's own parser on a document (ParseAsyncAPI, asyncapi.mjs), for the tests
+// of the gateway's AsyncAPI document.
 package browsertest

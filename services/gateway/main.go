@@ -21,6 +21,9 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "probe-stream" {
 		os.Exit(probe(os.Args[2:], log))
 	}
+	if len(os.Args) > 1 && os.Args[1] == "asyncapi" {
+		os.Exit(asyncAPI(os.Args[2:], os.Getenv, os.Stdout, os.Stderr))
+	}
 	if len(os.Args) > 1 && os.Args[1] == "decode-id" {
 		os.Exit(decodeID(os.Args[2:], os.Getenv, os.Stdout, os.Stderr))
 	}

@@ -78,6 +78,8 @@ type App struct {
 	refused  refusals    // streams refused before they start, for a token, scope, origin or host
 	// publisher is the publishing side (publish.go); nil when no topic is open for it.
 	publisher *publisher
+	// asyncAPI makes the AsyncAPI documents of /asyncapi.json (asyncapi.go).
+	asyncAPI *asyncAPIDocs
 }
 
 // maxHeaderBytes bounds a request's line and headers (a Last-Event-ID of many partitions is long).
@@ -267,6 +269,9 @@ func (a *App) newAccess() error {
 		return err
 	}
 	if a.gate, err = newGate(a.cfg, a.log); err != nil {
+		return err
+	}
+	if a.asyncAPI, err = newAsyncAPIDocs(a.cfg); err != nil {
 		return err
 	}
 	a.trusted, err = limit.ParseTrusted(a.cfg.Limits.TrustedProxies)

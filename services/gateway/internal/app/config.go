@@ -35,6 +35,9 @@ type Config struct {
 	// beside the running one and takes every new connection once it is ready, and the old one can stop
 	// without a connection ever being refused (socket.go). Linux only. Default false.
 	ListenReusePort bool
+	// AsyncAPIHost is the host[:port] that /asyncapi.json and `gateway asyncapi` name as the servers' address.
+	// Default empty: the request's Host header (the command line: localhost and the listen port).
+	AsyncAPIHost string
 	// serviceSockets is how many sockets the service manager passed (LISTEN_FDS for this process); Load sets it.
 	serviceSockets int
 	// TLS is how the clients' port speaks TLS and HTTP/2 (tls.go).
@@ -210,6 +213,7 @@ func settingsOf(c *Config) []settings.Setting {
 		setting("key-partitioner", "how producers place keys: murmur2 (Kafka's default) or any", settings.String(&c.KeyPartitioner)),
 		setting("replay-readers", "Kafka readers serving resumes the ring cannot serve, at most at once", settings.Int(&c.ReplayReaders)),
 		setting("replay-cache-bytes", "memory of the blocks replay readers read, kept for other streams resuming nearby, with the blocks being read (bytes, or with KiB/MiB/GiB)", settings.Bytes(&c.ReplayCacheBytes)),
+		setting("asyncapi-host", "host[:port] that /asyncapi.json names as the servers' address (default: the request's Host header)", settings.String(&c.AsyncAPIHost)),
 		setting("demo-topic", "topic shown by the dashboard at / (default: the first topic)", settings.String(&c.DemoTopic)),
 		setting("id-format", "id format of frames framed once for all streams: v1 (the whole position) or v2 (a checkpoint in position-topic plus what moved since); every gateway with a position-topic reads both", settings.String(&c.IDFormat)),
 		setting("position-topic", "topic of the checkpoints v2 ids refer to, written with id-format v2 and read by every gateway that has one; the same on every gateway of a deployment (default: "+DefaultPositionTopic+" with id-format v2, none with v1: v2 ids are then invalid)", settings.String(&c.PositionTopic)),

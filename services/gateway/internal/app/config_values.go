@@ -59,10 +59,7 @@ func valuesSettings(c *ValuesConfig) []settings.Setting {
 
 // topicFormats returns a served topic's value and key formats.
 func (c ValuesConfig) topicFormats(topic string) (value, key feed.ValueFormat, err error) {
-	name := c.Format
-	if f, ok := c.TopicFormats[topic]; ok {
-		name = f
-	}
+	name := c.formatName(topic)
 	if value, err = feed.ParseValueFormat(name); err != nil {
 		return 0, 0, fmt.Errorf("value format of topic %s: %w", topic, err)
 	}
@@ -80,6 +77,14 @@ func (c ValuesConfig) topicFormats(topic string) (value, key feed.ValueFormat, e
 		}
 	}
 	return value, key, nil
+}
+
+// formatName is the name of a served topic's value format, as its settings give it.
+func (c ValuesConfig) formatName(topic string) string {
+	if f, ok := c.TopicFormats[topic]; ok {
+		return f
+	}
+	return c.Format
 }
 
 // validateValues checks the formats, and that the schema formats have one source of schemas.

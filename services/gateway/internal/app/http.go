@@ -81,6 +81,8 @@ func (a *App) routes() *gin.Engine {
 	r.OPTIONS("/streams/:topic", cors, handleOptions)
 	r.OPTIONS("/streams", cors, handleOptions)
 	r.GET("/ws/:topic", cors, a.handleWebSocket)
+	r.GET("/asyncapi.json", cors, a.handleAsyncAPI)
+	r.OPTIONS("/asyncapi.json", cors, handleOptions)
 	r.GET("/", cors, a.handleDashboard)
 	r.OPTIONS("/", cors, handleOptions)
 	for name := range dashboardScripts {

@@ -213,6 +213,7 @@ func (c *conn) replay(ctx context.Context, t *Topic, p *kept, ranges []replay.Ra
 			return v
 		}
 		if !p.keeps(rec.Key, func() string { return recordType(rec) }, value) {
+			c.unseen(rec.Partition, rec.Offset, rec.Key)
 			return nil
 		}
 		if err := pace.take(ctx); err != nil {

@@ -33,8 +33,13 @@ const (
 // conflation is a conflated stream's held records.
 type conflation struct {
 	every    time.Duration
-	maxBytes int   // past this much held, it sends at once
-	live     bool  // a snapshot: tombstones are left out (the client never had their keys)
+	maxBytes int  // past this much held, it sends at once
+	live     bool // a fresh snapshot: tombstones are left out (the client never had their keys), see snapshot.go
+	// state: a snapshot, the latest state of each key: a record that the stream's filters do not pass takes
+	// its key out of it (see snapshot.go); sentKeys, once it went out in parts, the keys it sent (hashes).
+	state    bool
+	final    bool // the snapshot's last part is going out: its keys need not be remembered
+	sentKeys map[uint64]struct{}
 	due      int64 // monotonic time of the next send; 0 while nothing is held
 	// sent is the client's position as of the frames it was sent: held frames' ids are built from it.
 	sent  position.Vector
@@ -103,8 +108,11 @@ func (c *conn) flushDue(now int64) {
 	if cf == nil || len(cf.held) == 0 || (now != 0 && now < cf.due) {
 		return
 	}
+	keep := cf.state && !cf.final
 	for _, h := range cf.held {
-		c.sendHeld(h)
+		if c.sendHeld(h) && keep {
+			cf.remember(h)
+		}
 	}
 	clear(cf.held)
 	cf.held = cf.held[:0]
@@ -113,12 +121,12 @@ func (c *conn) flushDue(now int64) {
 }
 
 // sendHeld appends to c.buf a frame that was held (unless a later record of its key superseded it, or it is a
-// tombstone in a snapshot, whose client never had the key), with its id: the position sent so far with the
-// frame's own offset.
-func (c *conn) sendHeld(h heldFrame) {
+// tombstone in a fresh snapshot, whose client never had the key unless an earlier part sent it), with its id:
+// the position sent so far with the frame's own offset.
+func (c *conn) sendHeld(h heldFrame) (sent bool) {
 	cf := c.cf
-	if h.rest == nil || (cf.live && !h.own && bytes.HasPrefix(h.rest, deleteTypeLine)) {
-		return
+	if h.rest == nil || (cf.live && !h.own && bytes.HasPrefix(h.rest, deleteTypeLine) && !cf.wasSent(h.partition, h.key)) {
+		return false
 	}
 	cf.sent.Set(h.partition, h.offset)
 	c.idBuf, _ = cf.sent.AppendText(c.idBuf[:0])
@@ -129,6 +137,7 @@ func (c *conn) sendHeld(h heldFrame) {
 	}
 	c.frames++
 	c.stats.Frames.Add(1)
+	return true
 }
 
 // clientPos is the position the client has: the stream's, less what a conflated stream holds unsent (the

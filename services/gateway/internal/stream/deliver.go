@@ -156,6 +156,7 @@ func (c *conn) deliverFrame(f ring.Frame, p *kept) (synced bool) {
 		}
 	}
 	if !c.keepsFrame(f, nl, p) {
+		c.unseen(f.Partition, f.Offset, f.Key)
 		return synced
 	}
 	if c.cf != nil {

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -76,19 +77,21 @@ type mux struct {
 	heartbeat time.Duration // the stream's (every topic's Params share it)
 	names     []string      // the topics, ascending
 
-	mu         sync.Mutex
-	ids        [][]byte   // each topic's position: the last id its stream wrote; nil until it wrote one
-	unplaced   int        // topics whose streams wrote no id yet
-	placedCond *sync.Cond // signaled when unplaced reaches 0, or the stream ends
-	pend       [][]byte   // each topic's bytes of a frame not whole yet
-	buf        []byte     // what one write sends
-	span       [1][]byte  // buf, as the sink takes it
-	idBuf      []byte
-	lastWrite  int64 // when the mux last wrote (monoNow)
-	retried    bool  // the retry line went out
-	noticed    bool  // the token-expiring frame went out
-	expired    bool  // the token-expired frame is going out: the stream ends with this write
-	done       bool  // the stream ended: further writes fail
+	mu        sync.Mutex
+	ids       [][]byte        // each topic's position: the last id its stream wrote; nil until it wrote one
+	unplaced  int             // topics whose streams wrote no id yet
+	placed    chan struct{}   // closed when unplaced reaches 0
+	stopped   chan struct{}   // closed when the stream ends (stop)
+	gone      <-chan struct{} // the stream's context's Done: its client left
+	pend      [][]byte        // each topic's bytes of a frame not whole yet
+	buf       []byte          // what one write sends
+	span      [1][]byte       // buf, as the sink takes it
+	idBuf     []byte
+	lastWrite int64 // when the mux last wrote (monoNow)
+	retried   bool  // the retry line went out
+	noticed   bool  // the token-expiring frame went out
+	expired   bool  // the token-expired frame is going out: the stream ends with this write
+	done      bool  // the stream ended: further writes fail
 
 	ended  bool        // reason is set
 	reason CloseReason // why the stream ended: the first topic's stream to end says, or the token's expiry
@@ -97,8 +100,10 @@ type mux struct {
 
 // newMux returns the mux of a stream of the topics ts (ascending), writing to out.
 func newMux(ts []TopicStream, out sink) *mux {
-	m := &mux{out: out, heartbeat: ts[0].Params.Heartbeat, ids: make([][]byte, len(ts)), pend: make([][]byte, len(ts)), unplaced: len(ts)}
-	m.placedCond = sync.NewCond(&m.mu)
+	m := &mux{
+		out: out, heartbeat: ts[0].Params.Heartbeat, ids: make([][]byte, len(ts)), pend: make([][]byte, len(ts)), unplaced: len(ts),
+		placed: make(chan struct{}), stopped: make(chan struct{}),
+	}
 	for _, t := range ts {
 		m.names = append(m.names, t.Topic.Name)
 	}
@@ -111,6 +116,7 @@ func newMux(ts []TopicStream, out sink) *mux {
 func (m *mux) run(ctx context.Context, s *Server, ts []TopicStream, remote string, parent *trace.SpanContext, leaving bool, configure func(*conn)) CloseReason {
 	ctx, m.cancel = context.WithCancel(ctx)
 	defer m.cancel()
+	m.gone = ctx.Done()
 	ids, idErr := SplitID(ts[0].Params.LastEventID, m.names)
 	now, wall := monoNow(), time.Now()
 	var wg sync.WaitGroup
@@ -128,21 +134,23 @@ func (m *mux) run(ctx context.Context, s *Server, ts []TopicStream, remote strin
 		c.setExpiry(&p, now, wall)
 		wg.Go(func() {
 			r := c.run(ctx, p)
-			c.end(m.finish(r, !leaving))
+			c.end(m.finish(i, r, !leaving))
 		})
 	}
 	wg.Wait()
 	return m.reason
 }
 
-// finish records that a topic's stream ended with r, and returns the reason the stream of several topics
+// finish records that topic i's stream ended with r, and returns the reason the stream of several topics
 // ended with: the first topic's. Unless the server is leaving (every topic's stream then says where it is and
-// ends by itself), the first end ends the others.
-func (m *mux) finish(r CloseReason, endAll bool) CloseReason {
+// ends by itself), the first end ends the others; a topic that ended without saying where it is ends them
+// too, leaving or not: no id naming every topic can be sent any more, and a stream waiting for one would wait
+// for ever.
+func (m *mux) finish(i int, r CloseReason, endAll bool) CloseReason {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	switch {
-	case endAll:
+	case endAll || m.ids[i] == nil:
 		m.stop(r)
 	case !m.ended:
 		m.ended, m.reason = true, r
@@ -156,8 +164,10 @@ func (m *mux) stop(r CloseReason) {
 	if !m.ended {
 		m.ended, m.reason = true, r
 	}
+	if !m.done {
+		close(m.stopped)
+	}
 	m.done = true
-	m.placedCond.Broadcast()
 	if m.cancel != nil {
 		m.cancel()
 	}
@@ -208,10 +218,12 @@ func (m *mux) write(i int, kind frameKind, spans [][]byte, timeout time.Duration
 			if err != nil {
 				return n, err
 			}
-			for m.unplaced > 0 && !m.done {
-				m.placedCond.Wait()
-			}
-			if m.done {
+			// Only a resync a topic's stream writes before its opening block gets here (a stream waits in
+			// awaitPlaced before it catches up), holding no catch-up or snapshot slot.
+			m.mu.Unlock()
+			err = m.waitPlaced(nil)
+			m.mu.Lock()
+			if err != nil || m.done {
 				return n, errMuxEnded
 			}
 		}
@@ -234,8 +246,62 @@ func (m *mux) place(i int, block []byte) {
 	m.ids[i] = append([]byte{}, block[len("id: "):bytes.IndexByte(block, '\n')]...)
 	m.unplaced--
 	if m.unplaced == 0 {
-		m.placedCond.Broadcast()
+		close(m.placed)
 	}
+}
+
+// waitPlaced waits, without m.mu, until every topic's stream has said where it starts; it fails when the
+// stream ended or its client left first. tick, when not nil, is called on each of its ticks (keep-alives).
+func (m *mux) waitPlaced(tick *tickFunc) error {
+	var ticks <-chan time.Time
+	if tick != nil {
+		tk := time.NewTicker(tick.every)
+		defer tk.Stop()
+		ticks = tk.C
+	}
+	for {
+		select {
+		case <-m.placed:
+			return nil
+		case <-m.stopped:
+			return errMuxEnded
+		case <-m.gone:
+			return errMuxEnded
+		case <-ticks:
+			if err := tick.fn(); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// tickFunc is something done every so often while waiting.
+type tickFunc struct {
+	every time.Duration
+	fn    func() error
+}
+
+// awaitPlaced holds a topic's stream, after its opening block and before it catches up, until every topic of
+// the stream has said where it starts, writing keep-alives meanwhile: its frames could not go out before (an
+// id must name every topic), and it must not wait for that inside a write of its catch-up or snapshot, which
+// hold the pod's catch-up and snapshot slots (a topic not created yet would then stall every resume from Kafka
+// and every snapshot on the pod). A stream of one topic does not wait.
+func (c *conn) awaitPlaced() error {
+	ms, ok := c.out.(*muxSink)
+	if !ok {
+		return nil
+	}
+	if err := c.flushBuf(); err != nil {
+		return err
+	}
+	var tick *tickFunc
+	if c.p.Heartbeat > 0 {
+		tick = &tickFunc{every: c.p.Heartbeat, fn: c.keepAliveIfDue}
+	}
+	if err := ms.m.waitPlaced(tick); err != nil {
+		return fmt.Errorf("%w: %w", errWrite, err)
+	}
+	return nil
 }
 
 // flush writes what m.buf holds.

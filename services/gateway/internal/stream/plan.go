@@ -17,7 +17,7 @@ import (
 // head's):
 //   - have < top: Kafka's low watermark first, so that every pod answers an id the same way whatever its ring
 //     holds: below it, a resuming client gets a retention resync and continues at the head; a new stream
-//     starts at the low watermark. Then the ring, when it holds have+1; else a range read from Kafka. When
+//     starts at the low watermark, and its position names the offset before it (so its ids do). Then the ring, when it holds have+1; else a range read from Kafka. When
 //     the watermarks cannot be had, the ring (trimmed to the last low watermark seen) still serves what it
 //     holds, and anything else fails the plan.
 //   - have > top, resuming: the client is ahead of this pod. When it is at or past the partition's high
@@ -100,7 +100,9 @@ func makePlan(in planInput) (plan, error) {
 					pl.skipped += top - have
 					continue
 				}
+				// A new stream starts at the log start, and its ids say so from here on.
 				have = in.wm[q].Low - 1
+				pl.pos.Set(q, have)
 			}
 			if seq, ok := in.ring.Seek(q, have+1); ok {
 				pl.cursor = min(pl.cursor, seq)

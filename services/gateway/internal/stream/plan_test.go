@@ -86,9 +86,19 @@ func TestMakePlan(t *testing.T) {
 			retention: []ResyncPartition{{Partition: 0, Requested: 2, LowWatermark: 4, ResumesAt: 10, Skipped: 8}},
 		},
 		{
-			name: "below the low watermark when starting: from the low watermark", pos: "v1:", head: "v1:0-9",
+			name: "below the low watermark when starting: from the low watermark, which the position names", pos: "v1:", head: "v1:0-9",
 			ring: fakeRing{0: {6, 96}}, wm: wm(4, 10),
-			cursor: 100, wantPos: "v1:", ranges: []replay.Range{{Partition: 0, After: 3, Upto: 9}},
+			cursor: 100, wantPos: "v1:0-3", ranges: []replay.Range{{Partition: 0, After: 3, Upto: 9}},
+		},
+		{
+			name: "starting, the ring serves from the low watermark", pos: "v1:", head: "v1:0-9.1-9",
+			ring: fakeRing{0: {4, 94}, 1: {0, 50}}, wm: wm(4, 10, 0, 10),
+			cursor: 50, wantPos: "v1:0-3",
+		},
+		{
+			name: "a resume from a position at the log start: no resync", pos: "v1:0-3.1-6", head: "v1:0-9.1-9", resuming: true,
+			ring: fakeRing{0: {6, 96}}, wm: wm(4, 10, 7, 10),
+			cursor: 100, wantPos: "v1:0-3.1-6", ranges: []replay.Range{{Partition: 0, After: 3, Upto: 9}, {Partition: 1, After: 6, Upto: 9}},
 		},
 		{
 			name: "watermarks down, the ring serves", pos: "v1:0-5", head: "v1:0-9", resuming: true,

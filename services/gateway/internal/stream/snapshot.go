@@ -5,7 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/ssegate/ssegate/pkg/position"
 	"github.com/ssegate/ssegate/pkg/sse"
@@ -25,7 +28,16 @@ import (
 // offset, so a client that drops during the snapshot resumes from its id: a resume of a from=snapshot stream
 // (its URL keeps the parameter, and EventSource sends Last-Event-ID) is a snapshot of what changed since the
 // id, tombstones included (the client has those keys), then "live" again. A snapshot bigger than
-// SnapshotMaxBytes is sent in parts: a key may then come more than once before "live", the last one wins.
+// SnapshotMaxBytes is sent in parts: a key may then come more than once before "live", the last one wins, and
+// a key an earlier part sent gets its tombstone when it is deleted after that part.
+//
+// A snapshot is the latest state of each key the stream may see, the same from the topic as from a key index:
+// with event=, filter= or a token's filter, a record of a key the stream follows that the filters do not pass
+// (a tombstone whose type is not asked for, a value that stopped matching) takes the key out of the state: a
+// record of it held from earlier is dropped, and when the client may have had the key (a resume that saw a
+// record of it pass, or an earlier part that sent it) it gets the key's tombstone frame ("event: delete", the
+// key as data), whatever its event filter, since that is what the key's state is now. A key the stream never
+// saw pass is never named (a token's filter hides other users' keys, their deletes too).
 
 // SnapshotMaxBytes bounds what a snapshot stream holds before it sends; 0 means 16 MiB. A variable for tests.
 var SnapshotMaxBytes = 16 << 20
@@ -43,7 +55,7 @@ func (c *conn) startSnapshot(resuming bool) {
 	if limit <= 0 {
 		limit = 16 << 20
 	}
-	c.cf = &conflation{every: snapshotForever, maxBytes: limit, live: !resuming, byKey: map[heldKey]int{}}
+	c.cf = &conflation{every: snapshotForever, maxBytes: limit, live: !resuming, state: true, byKey: map[heldKey]int{}}
 	c.cf.sent = c.pos.Clone()
 }
 
@@ -77,8 +89,7 @@ func (c *conn) snapshotTo(ctx context.Context, t *Topic, c0 uint64, head positio
 	for c.cursor < c0 {
 		out, next, _, err := c.pull(&sc)
 		if errors.Is(err, ring.ErrBehind) || errors.Is(err, errRejoin) {
-			c.epoch = t.epoch()
-			c0, head = c.join(t)
+			c0, head = c.joinAgain()
 			if err := c.catchUp(ctx, t, &c.p, c0, head, true); err != nil {
 				return err
 			}
@@ -144,8 +155,61 @@ func (c *conn) snapshotFromIndex(t *Topic) (ok bool, err error) {
 // endSnapshot sends what the snapshot holds, then the live frame at the cut, and makes the stream an
 // ordinary one.
 func (c *conn) endSnapshot() error {
+	c.cf.final = true
 	c.flushDue(0)
 	c.cf = nil
 	c.idBuf, _ = c.pos.AppendText(c.idBuf[:0])
 	return c.writeOwn(kindLive, sse.AppendEventBytes(nil, c.idBuf, []byte(LiveEvent), fmt.Appendf(nil, `{"id":%q}`, c.idBuf)))
+}
+
+// unseen takes into account, in a snapshot, a record of a key the stream follows that its filters do not pass
+// (see above): the key's held record is superseded, by its tombstone when the client may have the key. Other
+// streams, and records without a key, are not concerned.
+func (c *conn) unseen(partition int32, offset int64, key []byte) {
+	cf := c.cf
+	if cf == nil || !cf.state || len(key) == 0 || (len(c.p.Keys) > 0 && !c.p.Keys[string(key)]) {
+		return
+	}
+	i, held := cf.byKey[heldKey{partition, string(key)}]
+	switch {
+	case held && cf.live && !cf.wasSent(partition, key):
+		// A fresh snapshot whose client never had the key: it just leaves the state.
+		cf.bytes -= len(cf.held[i].rest)
+		cf.held[i].rest = nil
+		delete(cf.byKey, heldKey{partition, string(key)})
+	case held, cf.wasSent(partition, key):
+		frame := feed.AppendFrame(nil, []byte("-"), &kgo.Record{Key: key, Partition: partition, Offset: offset}, c.t.format())
+		now := monoNow()
+		cf.hold(partition, offset, key, frame[bytes.IndexByte(frame, '\n')+1:], false, now)
+		c.flushDue(now)
+	}
+}
+
+// keySeed seeds the hashes of the keys a snapshot sent in parts.
+var keySeed = maphash.MakeSeed()
+
+// keyHash is the hash of a key of a partition, as sentKeys holds it.
+func keyHash(partition int32, key []byte) uint64 {
+	return maphash.Bytes(keySeed, key) ^ uint64(partition)*0x9e3779b97f4a7c15 //nolint:gosec // a partition is never negative
+}
+
+// remember notes a key a part of the snapshot sent: a later tombstone of it is the client's to have.
+func (cf *conflation) remember(h heldFrame) {
+	if len(h.key) == 0 {
+		return
+	}
+	if cf.sentKeys == nil {
+		cf.sentKeys = map[uint64]struct{}{}
+	}
+	cf.sentKeys[keyHash(h.partition, h.key)] = struct{}{}
+}
+
+// wasSent says an earlier part of the snapshot sent the key (by its hash: a collision, one in 2^64, sends a
+// key's tombstone that was not needed, which changes no state).
+func (cf *conflation) wasSent(partition int32, key []byte) bool {
+	if len(cf.sentKeys) == 0 {
+		return false
+	}
+	_, ok := cf.sentKeys[keyHash(partition, key)]
+	return ok
 }

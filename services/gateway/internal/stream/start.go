@@ -44,6 +44,9 @@ func (c *conn) start(ctx context.Context, t *Topic, p Params) error {
 		c.keyParts = unionParts(c.keyParts, keyPartitionsOf(t, &c.p, partitionsOf(c.pos)))
 	}
 	c0, head := c.join(t)
+	if c.leaving && !resuming && fromStart(p.From) {
+		return c.redirectFromStart()
+	}
 	if !resuming {
 		if err := c.startPosition(ctx, t, p, head); err != nil {
 			return err
@@ -65,6 +68,9 @@ func (c *conn) start(ctx context.Context, t *Topic, p Params) error {
 			return err
 		}
 		return errDrained
+	}
+	if err := c.awaitPlaced(); err != nil {
+		return err
 	}
 	catchUp := func(ctx context.Context) error { return c.catchUp(ctx, t, &c.p, c0, head, resuming) }
 	if p.From == FromSnapshot {
@@ -121,11 +127,11 @@ func (c *conn) clientPosition(ctx context.Context, t *Topic, p Params) (resuming
 }
 
 // startPosition sets c.pos where a stream without a position starts, as from= says: the head (latest),
-// before every offset (earliest), or before the first record at or after a time.
+// before each partition's log start (earliest, snapshot), or before the first record at or after a time.
 func (c *conn) startPosition(ctx context.Context, t *Topic, p Params, head position.Vector) error {
 	switch p.From {
 	case FromEarliest, FromSnapshot:
-		c.pos = position.Vector{}
+		return c.logStarts(ctx, t)
 	case "time":
 		if t.OffsetsAfter == nil {
 			return fmt.Errorf("%w: no offsets by time", errReplay)
@@ -148,6 +154,49 @@ func (c *conn) startPosition(ctx context.Context, t *Topic, p Params, head posit
 		c.pos = latest(t, head)
 	}
 	return nil
+}
+
+// fromStart says from= starts a stream at the topic's log start.
+func fromStart(from string) bool { return from == FromEarliest || from == FromSnapshot }
+
+// logStarts sets c.pos before each partition's log start (its low watermark less one; a partition whose log
+// starts at 0 stays absent, which says the same), so that the stream's first id, and every id after it, names
+// where each partition starts: a client that drops before it got a record of every partition resumes from
+// there, not with a retention resync for records it never had (an absent partition is a resume from offset 0).
+// The watermarks come from the feed's cache, the look-up the stream's catch-up makes next; the stream says
+// nothing of its position until they came, and a stream they cannot come for ends as its catch-up would
+// (replay_failed): its client reconnects without an id, as its URL says, which is the same start.
+func (c *conn) logStarts(ctx context.Context, t *Topic) error {
+	c.pos = position.Vector{}
+	if t.Watermarks == nil {
+		return nil // no Kafka: every partition starts at 0
+	}
+	var wm map[int32]feed.Watermarks
+	if err := c.await(ctx, func(ctx context.Context) (err error) {
+		wm, err = t.Watermarks(ctx, time.Second)
+		return err
+	}); err != nil {
+		return err
+	}
+	for q, w := range wm {
+		if w.Low > 0 {
+			c.pos.Set(q, w.Low-1)
+		}
+	}
+	return nil
+}
+
+// redirectFromStart ends a stream that started while the server is leaving and starts at the log start
+// (from=earliest, from=snapshot, with no id it can use): it writes its retry line and no id. Where each
+// partition's log starts is Kafka's answer, which a leaving pod does not wait for; a client without an id
+// reconnects as its URL says, from the log start, so no id is the exact one. (An id naming no partition would
+// be a resume from offset 0, and a retention resync where the log starts later.) An invalid id's resync is
+// not told either: the client keeps that id, and the pod it reconnects to tells it.
+func (c *conn) redirectFromStart() error {
+	if err := c.flushBuf(); err != nil {
+		return err
+	}
+	return errDrained
 }
 
 // tellLost writes the resync of an invalid id, or of a compact id whose checkpoint is gone, and returns the
@@ -211,6 +260,12 @@ func (c *conn) awaitTopic(ctx context.Context, t *Topic, p *Params) error {
 		}
 	}
 	markAbsent()
+	if !absent && c.muxed && p.LastEventID != "" {
+		// One topic of a stream of several: the client's position in it does not move while the topic is not
+		// there, and saying it at once lets the other topics' frames go out (each of the stream's ids names
+		// every topic) instead of waiting for this one.
+		c.buf = sse.AppendID(c.buf, p.LastEventID)
+	}
 	if err := c.flushBuf(); err != nil {
 		return err
 	}

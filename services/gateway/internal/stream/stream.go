@@ -446,6 +446,17 @@ func (c *conn) rejoin(ctx context.Context) error {
 		c.pos = v
 		c.last = nil
 	}
+	c0, head := c.joinAgain()
+	return c.traceResume(ctx, true, monoNow(), nil, func(ctx context.Context) error {
+		return c.catchUp(ctx, c.t, &c.p, c0, head, true)
+	})
+}
+
+// joinAgain joins the ring again after pull asked for it (ring.ErrBehind, errRejoin): it takes the topic's
+// recreation epoch and partition generation as they are now, with a key filter's partitions for that generation
+// (those of the new partition count join the old ones), so that pull does not ask again for the same change.
+// Every re-join goes through it: the loop's (rejoin) and a snapshot's (snapshotTo).
+func (c *conn) joinAgain() (uint64, position.Vector) {
 	c.synced = false
 	c.epoch = c.t.epoch()
 	if gen := c.t.generation(); gen != c.gen {
@@ -454,10 +465,7 @@ func (c *conn) rejoin(ctx context.Context) error {
 			c.keyParts = unionParts(c.keyParts, keyPartitions(c.t, &c.p))
 		}
 	}
-	c0, head := c.join(c.t)
-	return c.traceResume(ctx, true, monoNow(), nil, func(ctx context.Context) error {
-		return c.catchUp(ctx, c.t, &c.p, c0, head, true)
-	})
+	return c.join(c.t)
 }
 
 // frameID returns the position in a frame's id line.
