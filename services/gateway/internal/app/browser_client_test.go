@@ -49,7 +49,7 @@ type clientReport struct {
 	Closed            bool
 	Resyncs           []json.RawMessage
 	Events            []clientEvent
-	Live          *struct {
+	Live              *struct {
 		ID    string
 		After int
 	}
