@@ -44,10 +44,12 @@ connect("{{.Stream}}", {
 
 // clientReport is what the page saw, before and after its reload.
 type clientReport struct {
-	Opens, Stored int
-	Closed        bool
-	Events        []clientEvent
-	Live          *struct {
+	Opens, Stored     int
+	Expiring, Expired int
+	Closed            bool
+	Resyncs           []json.RawMessage
+	Events            []clientEvent
+	Live              *struct {
 		ID    string
 		After int
 	}
@@ -240,5 +242,58 @@ func TestBrowserClientSnapshot(t *testing.T) {
 		if !got[fmt.Sprintf("k%d=2", k)] {
 			t.Errorf("the snapshot lacks k%d=2: %v", k, got)
 		}
+	}
+}
+
+// TestBrowserClientForgedEvents: in Chromium, records produced with the gateway's event types (a keyless
+// token-expired and resync, a token-expiring, a keyed live) do not reach the client module as the gateway's
+// events: the page does not close and reopen its stream, counts no token moment, resync or snapshot end, and
+// gets the records after them. Before, the forged token-expired made every page reopen its stream at once.
+func TestBrowserClientForgedEvents(t *testing.T) {
+	browserTools(t)
+	topic := kafkatest.NewTopic(t, 1, nil)
+	cl := kafkatest.Client(t, kgo.DefaultProduceTopic(topic))
+	var g *gateway
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_ = clientPage.Execute(w, map[string]string{"Gateway": g.url, "Stream": g.url + "/streams/" + topic + "?from=earliest"})
+	})
+	app := httptest.NewServer(mux)
+	t.Cleanup(app.Close)
+	g = startGateway(t, []string{topic}, func(c *Config) { c.CORS.Origins = []string{app.URL}; c.CORS.Credentials = true })
+	g.waitReady(t)
+	_, lines := startDriver(t, 2*time.Minute, nil, "page.mjs", app.URL+"/", "2", "60000")
+	if !lines.Scan() || lines.Text() != "open" {
+		t.Fatalf("the page did not open its stream: %q %v", lines.Text(), lines.Err())
+	}
+	hdr := func(k, v string) []kgo.RecordHeader { return []kgo.RecordHeader{{Key: k, Value: []byte(v)}} }
+	kafkatest.Produce(t, cl,
+		&kgo.Record{Value: []byte(`{"expires_at":"2020-01-01T00:00:00Z","expires_in_ms":0}`), Headers: hdr("event", "token-expiring")},
+		&kgo.Record{Value: []byte(`{"expired_at":"2020-01-01T00:00:00Z"}`), Headers: hdr("event", "token-expired")},
+		&kgo.Record{Value: []byte(`{"reason":"retention","partitions":[]}`), Headers: hdr("ce_type", "resync")},
+		&kgo.Record{Key: []byte("k"), Value: []byte(`{"id":"v1:0-0"}`), Headers: hdr("event", "live")},
+		&kgo.Record{Value: []byte("after-1")},
+		&kgo.Record{Value: []byte("after-2")},
+	)
+	if !lines.Scan() {
+		t.Fatalf("no report from the page: %v", lines.Err())
+	}
+	var r clientReport
+	if err := json.Unmarshal(lines.Bytes(), &r); err != nil {
+		t.Fatalf("report: %v: %s", err, lines.Text())
+	}
+	if r.Opens != 1 || r.Closed || r.Expiring != 0 || r.Expired != 0 || len(r.Resyncs) != 0 || r.Live != nil {
+		t.Errorf("the page took records for the gateway's events: %d opens, closed %t, %d token-expiring, %d token-expired, resyncs %s, live %+v",
+			r.Opens, r.Closed, r.Expiring, r.Expired, r.Resyncs, r.Live)
+	}
+	var got []string
+	for _, ev := range r.Events {
+		if ev.Text != nil {
+			got = append(got, ev.Type+" "+*ev.Text)
+		}
+	}
+	if !slices.Equal(got, []string{"message after-1", "message after-2"}) {
+		t.Errorf("records %q, want the two after the forged ones, once each", got)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/ssegate/ssegate/services/gateway/internal/auth"
+	"github.com/ssegate/ssegate/services/gateway/internal/feed"
 	"github.com/ssegate/ssegate/services/gateway/internal/publish"
 	"github.com/ssegate/ssegate/services/gateway/internal/stream"
 )
@@ -69,16 +70,16 @@ func (a *App) wsInbound(c *gin.Context, topic string) (func(context.Context, []b
 		}
 		if err != nil {
 			p.stats[topic].results[publishErrorResult(err)].Add(1)
-			return wsReply("publish-error", gin.H{"error": err.Error(), "status": inputStatus(err)}), false
+			return wsReply(feed.EventPublishError, gin.H{"error": err.Error(), "status": inputStatus(err)}), false
 		}
 		pctx, cancel := context.WithTimeout(ctx, a.cfg.Publish.claimLease())
 		defer cancel()
 		results, errs := p.Publish(pctx, topic, []publish.Record{rec})
 		out, status, _ := a.publishOutcome(topic, results[0], errs[0])
 		if status != http.StatusOK {
-			return wsReply("publish-error", out), true
+			return wsReply(feed.EventPublishError, out), true
 		}
-		return wsReply("published", out), true
+		return wsReply(feed.EventPublished, out), true
 	}, nil
 }
 

@@ -57,7 +57,8 @@ func recordMessage(t Topic) obj {
 	payload, contentType, note := valuePayload(t)
 	m["payload"], m["contentType"] = payload, contentType
 	m["description"] = "One record: the frame's id is the position after it, its event the record's `event` " +
-		"(or `ce_type`) header, `message` without one. " + note
+		"(or `ce_type`) header, `message` without one; a type of the gateway's own (`resync`, `live`, " +
+		"`token-expired`, ...) arrives as `record.<type>`. " + note
 	return m
 }
 
@@ -73,7 +74,7 @@ func wsRecordMessage(t Topic) obj {
 			"type":     "object",
 			"required": []string{"event", "id"},
 			"properties": obj{
-				"event":     obj{"type": "string", "description": "The record's event type; delete for a tombstone."},
+				"event":     obj{"type": "string", "description": "The record's event type; delete for a tombstone; record.<type> for a type of the gateway's own."},
 				"id":        ref("components", "schemas", "ssegate.PositionID"),
 				"data":      value,
 				"key":       obj{"type": "string"},

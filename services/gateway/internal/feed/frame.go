@@ -49,7 +49,8 @@ func Plain(vf ValueFormat) *Format { return &Format{Value: vf, Key: vf} }
 const UndecodableField = "undecodable"
 
 // AppendFrame appends to dst the SSE frame for rec with the given id: "event:" from the record's event type
-// (omitted when it has none), the value as "data:" in f.Value. A tombstone becomes an "event: delete" frame
+// (omitted when it has none; a reserved type, one of the gateway's own, with RenamedPrefix before it), the
+// value as "data:" in f.Value. A tombstone becomes an "event: delete" frame
 // whose data is the key, in f.Key.
 //
 // The event type is written as a client reads it back (see RecordType), so the bytes of the "event:" line
@@ -60,7 +61,7 @@ const UndecodableField = "undecodable"
 func AppendFrame(dst, id []byte, rec *kgo.Record, f *Format) []byte {
 	typ, v, vf := deleteType, rec.Key, f.Key
 	if rec.Value != nil {
-		typ, v, vf = clientType(EventType(rec.Headers)), rec.Value, f.Value
+		typ, v, vf = recordType(EventType(rec.Headers)), rec.Value, f.Value
 	}
 	if k := vf.Schema(); k != 0 {
 		return f.appendDecoded(dst, id, typ, v, k)
@@ -135,13 +136,14 @@ func EventType(headers []kgo.RecordHeader) []byte {
 // (the event query parameter) matches: DeleteEvent for a tombstone, MessageEvent when the record has no
 // event type (or an empty one), else its event type with CR and LF each replaced by U+FFFD (the writer does
 // that so that a header cannot end the line) and ill-formed UTF-8 decoded as a browser decodes it (one U+FFFD
-// per maximal ill-formed subsequence). The frame's "event:" line holds these bytes, so reading the type back
-// from a frame gives the same string.
+// per maximal ill-formed subsequence), and with RenamedPrefix before it when that is a reserved type (see
+// Reserved). The frame's "event:" line holds these bytes, so reading the type back from a frame gives the same
+// string.
 func RecordType(rec *kgo.Record) string {
 	if rec.Value == nil {
 		return DeleteEvent
 	}
-	if t := clientType(EventType(rec.Headers)); len(t) > 0 {
+	if t := recordType(EventType(rec.Headers)); len(t) > 0 {
 		return string(t)
 	}
 	return MessageEvent

@@ -255,6 +255,43 @@ var frameCases = []struct {
 		rec:  &kgo.Record{Key: []byte("k\r1"), Value: nil},
 		typ:  "delete", data: "k\n1",
 	},
+	// A record never reaches a client under one of the gateway's own types: it is renamed (RenamedPrefix).
+	{
+		name: "reserved-resync-keyless",
+		rec:  &kgo.Record{Value: []byte(`{"reason":"retention","partitions":[]}`), Headers: hdr("event", "resync")},
+		typ:  "record.resync", data: `{"reason":"retention","partitions":[]}`,
+	},
+	{
+		name: "reserved-token-expired",
+		rec:  &kgo.Record{Key: []byte("k"), Value: []byte(`{"expired_at":"2020-01-01T00:00:00Z"}`), Headers: hdr("event", "token-expired")},
+		typ:  "record.token-expired", data: `{"expired_at":"2020-01-01T00:00:00Z"}`,
+	},
+	{
+		name: "reserved-ce-type-resync",
+		rec:  &kgo.Record{Value: []byte("v"), Headers: hdr("ce_type", "resync")},
+		typ:  "record.resync", data: "v",
+	},
+	{
+		name: "reserved-live",
+		rec:  &kgo.Record{Key: []byte("k"), Value: []byte(`{"id":"v1:0-1"}`), Headers: hdr("event", "live")},
+		typ:  "record.live", data: `{"id":"v1:0-1"}`,
+	},
+	{
+		name: "reserved-delete-with-value",
+		rec:  &kgo.Record{Key: []byte("k"), Value: []byte("other-key"), Headers: hdr("event", "delete")},
+		typ:  "record.delete", data: "other-key",
+	},
+	{
+		name: "reserved-error",
+		rec:  &kgo.Record{Value: []byte("v"), Headers: hdr("event", "error")},
+		typ:  "record.error", data: "v",
+	},
+	{
+		// Not a reserved type: types are case-sensitive, and a type of its own is not the gateway's.
+		name: "near-reserved",
+		rec:  &kgo.Record{Value: []byte("v"), Headers: hdr("event", "Resync")},
+		typ:  "Resync", data: "v",
+	},
 	{
 		name: "long-id",
 		id:   longID,
@@ -489,6 +526,13 @@ func TestRecordType(t *testing.T) {
 		{name: "leading space", rec: &kgo.Record{Value: []byte("v"), Headers: hdr("event", " t")}, want: " t"},
 		{name: "colon and space", rec: &kgo.Record{Value: []byte("v"), Headers: hdr("event", "a: b")}, want: "a: b"},
 		{name: "empty value is not a tombstone", rec: &kgo.Record{Value: []byte{}, Headers: hdr("event", "e")}, want: "e"},
+		{name: "reserved", rec: &kgo.Record{Value: []byte("v"), Headers: hdr("event", "token-expired")}, want: "record.token-expired"},
+		{name: "reserved ce_type", rec: &kgo.Record{Value: []byte("v"), Headers: hdr("ce_type", "resync")}, want: "record.resync"},
+		{name: "reserved after the event header wins", rec: &kgo.Record{Value: []byte("v"), Headers: hdr("ce_type", "order", "event", "live")}, want: "record.live"},
+		{name: "reserved ce_type behind an event header", rec: &kgo.Record{Value: []byte("v"), Headers: hdr("event", "order", "ce_type", "live")}, want: "order"},
+		{name: "reserved with a line end is not reserved", rec: &kgo.Record{Value: []byte("v"), Headers: hdr("event", "resync\n")}, want: "resync\uFFFD"},
+		{name: "renamed type as it is", rec: &kgo.Record{Value: []byte("v"), Headers: hdr("event", "record.resync")}, want: "record.resync"},
+		{name: "delete with a value", rec: &kgo.Record{Value: []byte("v"), Headers: hdr("event", "delete")}, want: "record.delete"},
 		{name: "tombstone", rec: &kgo.Record{Key: []byte("k"), Headers: hdr("event", "ignored")}, want: "delete"},
 		{name: "tombstone with line ends in the header", rec: &kgo.Record{Key: []byte("k"), Headers: hdr("event", "a\r\nb")}, want: "delete"},
 	}

@@ -6,7 +6,7 @@ import (
 	"github.com/ssegate/ssegate/pkg/sse"
 )
 
-// Resync reasons, the "reason" of an "event: resync" frame.
+// Resync reasons, the "reason" of an "event: resync" frame (EventResync).
 const (
 	// ResyncRetention: retention (or DeleteRecords) removed offsets the client had not had.
 	ResyncRetention = "retention"
@@ -53,7 +53,9 @@ func (t *Topic) gap(ps *partition, partition int32, next, logStart int64) {
 	data, _ := json.Marshal(ResyncData{Reason: ResyncRetention, Topic: t.name, Partitions: []ResyncPartition{{ //nolint:errchkjson // plain structs
 		Partition: partition, Requested: next, LowWatermark: logStart, ResumesAt: logStart, Skipped: skipped,
 	}}})
-	t.batch.Add(sse.AppendEventBytes(t.batch.Buf(), t.id, []byte("resync"), data), partition, logStart-1, nil)
+	// Staged as the gateway's own frame: streams know it by that, and let it through every filter, whatever
+	// event type a record may carry.
+	t.batch.AddOwn(sse.AppendEventBytes(t.batch.Buf(), t.id, []byte(EventResync), data), partition, logStart-1)
 	ps.gaps.Add(1)
 	ps.skipped.Add(skipped)
 	t.log.Warn("retention removed records before the gateway read them; live streams get a resync",

@@ -10,6 +10,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/ssegate/ssegate/services/gateway/internal/feed"
 )
 
 // A WebSocket client's message becomes a record as CloudEvents' Kafka protocol binding (binary mode) writes an
@@ -107,6 +109,11 @@ func fromCloudEvent(attrs map[string]json.RawMessage, lim Limits) (Record, error
 			r.Headers = append(r.Headers, Header{"content-type", []byte(v)})
 		case "partitionkey":
 			r.Key = []byte(v)
+		case "type":
+			if err := checkType("CloudEvents type", feed.HeaderCEType, []byte(v)); err != nil {
+				return r, err
+			}
+			r.Headers = append(r.Headers, Header{"ce_" + name, []byte(v)})
 		default:
 			r.Headers = append(r.Headers, Header{"ce_" + name, []byte(v)})
 		}

@@ -43,6 +43,8 @@ func TestFromMessage(t *testing.T) {
 		{`{"specversion":"1.0","id":"e","source":"s","type":"t","Bad":"x"}`, "lower-case"},
 		{`{"specversion":"1.0","id":"e","source":"s","type":"t","data":1,"data_base64":"AA=="}`, "not both"},
 		{`{"specversion":"1.0","id":"e","source":"s","type":"t","ext":{"a":1}}`, "string, number or boolean"},
+		{`{"specversion":"1.0","id":"e","source":"s","type":"token-expired"}`, `CloudEvents type: the event type "token-expired" is reserved`},
+		{`{"specversion":"1.0","id":"e","source":"s","type":"resync","data":{}}`, `the event type "resync" is reserved`},
 		{`{"specversion":"1.0","id":"e","source":"s","type":"t","data":"` + strings.Repeat("x", lim.MaxValueBytes+1) + `"}`, "the value has"},
 	} {
 		_, err := FromMessage([]byte(bad.msg), "/ws/t", lim)

@@ -9,6 +9,8 @@ import (
 	"io"
 	"slices"
 	"unicode/utf8"
+
+	"github.com/ssegate/ssegate/services/gateway/internal/feed"
 )
 
 // Record is one record a client asks to publish.
@@ -196,10 +198,26 @@ func (w wireRecord) record(lim Limits) (Record, error) {
 		if k == IdemHeader {
 			return r, badInput("headers: %s is the gateway's own; give idempotency_key or the Idempotency-Key header", IdemHeader)
 		}
+		if err := checkType("header "+k, k, []byte(w.Headers[k])); err != nil {
+			return r, err
+		}
 		r.Headers = append(r.Headers, Header{Key: k, Value: []byte(w.Headers[k])})
 	}
 	r.IdemKey = w.IdemKey
 	return r, checkRecord(r, lim)
+}
+
+// checkType refuses a header that names a record's event type (event, ce_type) when its value is one of the
+// gateway's own types (feed.Reserved), as a client would read it: such a record would reach readers as a
+// frame of the gateway's. what names where the value came from, for the answer.
+func checkType(what, header string, value []byte) error {
+	if header != feed.HeaderEvent && header != feed.HeaderCEType {
+		return nil
+	}
+	if t, ok := feed.ReservedType(value); ok {
+		return &InputError{Status: 400, Msg: fmt.Sprintf("%s: the event type %q is reserved: %s", what, t, feed.ReservedRule)}
+	}
+	return nil
 }
 
 // either returns the bytes of a text or a base64 field, nil when neither is given.

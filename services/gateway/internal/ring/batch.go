@@ -15,6 +15,7 @@ type item struct {
 	offset    int64
 	end       int // end of the frame in buf; it starts where the previous one ended
 	keyEnd    int // end of the record's key in keys, likewise
+	own       bool
 }
 
 // Buf returns the staging buffer to append the next frame to.
@@ -27,6 +28,14 @@ func (b *Batch) Add(buf []byte, partition int32, offset int64, key []byte) {
 	b.buf = buf
 	b.keys = append(b.keys, key...)
 	b.items = append(b.items, item{partition: partition, offset: offset, end: len(buf), keyEnd: len(b.keys)})
+}
+
+// AddOwn is Add for a frame of the gateway's own (a resync the feed publishes), which carries no record: a
+// reader knows it by Frame.Own, never by its event type, which a record could carry too. partition and offset
+// are where it moves the position to.
+func (b *Batch) AddOwn(buf []byte, partition int32, offset int64) {
+	b.Add(buf, partition, offset, nil)
+	b.items[len(b.items)-1].own = true
 }
 
 // Len returns the number of frames staged.

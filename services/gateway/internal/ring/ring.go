@@ -65,6 +65,7 @@ type entry struct {
 	kchunk     uint64
 	start, end int
 	partition  int32
+	own        bool // a frame of the gateway's own (Batch.AddOwn); in partition's padding, so free
 	offset     int64
 }
 
@@ -136,7 +137,7 @@ func (r *Ring) Publish(b *Batch, id []byte) {
 			r.grow()
 		}
 		e := &r.ents[r.head&r.mask]
-		*e = entry{partition: it.partition, offset: it.offset}
+		*e = entry{partition: it.partition, offset: it.offset, own: it.own}
 		r.copyIn(e, frame, key, chunkSize)
 		start, end := e.start, e.end
 		if _, ok := r.low[it.partition]; !ok {
@@ -488,7 +489,10 @@ type Frame struct {
 	Offset    int64
 	Key       []byte // the record's key; immutable
 	Bytes     []byte // the whole SSE frame, starting with its "id:" line; immutable
-	seq       uint64 // its sequence number (KeySnapshot sorts by it)
+	// Own says the frame is the gateway's own (Batch.AddOwn), not a record's: what it is, whatever its bytes
+	// say.
+	Own bool
+	seq uint64 // its sequence number (KeySnapshot sorts by it)
 }
 
 // ReadFrames is Read for callers that look at each frame (to skip some or rewrite ids): it appends frames
@@ -502,7 +506,7 @@ func (r *Ring) ReadFrames(from uint64, out []Frame, maxBytes int) ([]Frame, uint
 	next := min(from, r.head)
 	for n := 0; next < r.head && (n == 0 || n < maxBytes); next++ {
 		e := &r.ents[next&r.mask]
-		out = append(out, Frame{Partition: e.partition, Offset: e.offset, Key: e.key, Bytes: e.buf[e.start:e.end:e.end]})
+		out = append(out, Frame{Partition: e.partition, Offset: e.offset, Key: e.key, Bytes: e.buf[e.start:e.end:e.end], Own: e.own})
 		n += e.end - e.start
 	}
 	return out, next, r.wake, nil

@@ -492,3 +492,35 @@ func TestShrinkKeepsWhatFits(t *testing.T) {
 		t.Fatalf("publishing after the shrink: %+v", st2)
 	}
 }
+
+// TestOwnFrames: a frame staged with AddOwn is read back marked Own, and every other frame is not, whatever
+// its bytes; the mark stays with the frame when the ring shrinks and copies its frames into smaller chunks.
+func TestOwnFrames(t *testing.T) {
+	r, err := New(1<<20, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b Batch
+	b.Add(append(b.Buf(), "same bytes;"...), 0, 0, nil)
+	b.AddOwn(append(b.Buf(), "same bytes;"...), 0, 1)
+	b.Add(append(b.Buf(), "record;"...), 0, 2, []byte("k"))
+	r.Publish(&b, []byte("id-0-2"))
+	check := func(when string) {
+		t.Helper()
+		frames, _, _, err := r.ReadFrames(0, nil, 1<<20)
+		if err != nil || len(frames) != 3 {
+			t.Fatalf("%s: %d frames, %v", when, len(frames), err)
+		}
+		for i, want := range []bool{false, true, false} {
+			if frames[i].Own != want || frames[i].Offset != int64(i) {
+				t.Errorf("%s: frame %d (%q) Own %t offset %d, want %t", when, i, frames[i].Bytes, frames[i].Own, frames[i].Offset, want)
+			}
+		}
+		if string(frames[2].Key) != "k" || len(frames[1].Key) != 0 {
+			t.Errorf("%s: keys %q %q", when, frames[1].Key, frames[2].Key)
+		}
+	}
+	check("published")
+	r.SetCapacity(64 << 10)
+	check("shrunk")
+}

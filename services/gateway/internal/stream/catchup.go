@@ -96,7 +96,7 @@ func (c *conn) catchUp(ctx context.Context, t *Topic, p *kept, c0 uint64, head p
 		if len(ranges) > 0 {
 			d.Source = SourceKafka
 		}
-		if err := c.writeEvent("resumed", d); err != nil {
+		if err := c.writeEvent(feed.EventResumed, d); err != nil {
 			return err
 		}
 	}
@@ -169,7 +169,7 @@ func (c *conn) appendRecord(rec *kgo.Record, t *Topic, scratch []byte) []byte {
 	if c.cf != nil {
 		now := monoNow()
 		scratch = feed.AppendFrame(scratch[:0], c.idBuf, rec, t.format())
-		c.cf.hold(rec.Partition, rec.Offset, rec.Key, scratch[len("id: ")+len(c.idBuf)+1:], now)
+		c.cf.hold(rec.Partition, rec.Offset, rec.Key, scratch[len("id: ")+len(c.idBuf)+1:], false, now)
 		c.flushDue(now)
 		return scratch
 	}
@@ -272,7 +272,7 @@ func (c *conn) replay(ctx context.Context, t *Topic, p *kept, ranges []replay.Ra
 // writeResync writes an "event: resync" frame carrying the stream's current position.
 func (c *conn) writeResync(d ResyncData) error {
 	d.Topic = c.t.Name
-	return c.writeEvent("resync", d)
+	return c.writeEvent(feed.EventResync, d)
 }
 
 // writeEvent writes a frame of the gateway's own, of type typ with d as JSON data, carrying the stream's

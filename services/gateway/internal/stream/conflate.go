@@ -59,6 +59,7 @@ type heldFrame struct {
 	offset    int64
 	key       []byte
 	rest      []byte // nil once a later record of the key superseded it
+	own       bool   // a frame of the gateway's own (ring.Frame.Own), held in its place among the records
 }
 
 // conflating returns the stream's conflation, made on first use; nil when it is not conflated.
@@ -81,7 +82,7 @@ func (c *conn) seen(partition int32, offset int64) {
 
 // hold keeps a record's frame (rest: after its id line) until the interval's end; a record of a key already
 // held replaces it there.
-func (cf *conflation) hold(partition int32, offset int64, key, rest []byte, now int64) {
+func (cf *conflation) hold(partition int32, offset int64, key, rest []byte, own bool, now int64) {
 	if len(cf.held) == 0 {
 		cf.due = now + int64(cf.every)
 	}
@@ -93,7 +94,7 @@ func (cf *conflation) hold(partition int32, offset int64, key, rest []byte, now 
 		}
 		cf.byKey[k] = len(cf.held)
 	}
-	cf.held = append(cf.held, heldFrame{partition: partition, offset: offset, key: key, rest: append([]byte(nil), rest...)})
+	cf.held = append(cf.held, heldFrame{partition: partition, offset: offset, key: key, rest: append([]byte(nil), rest...), own: own})
 	cf.bytes += len(rest)
 	if cf.bytes > cf.maxBytes {
 		cf.due = now // too much held: out at once
@@ -124,12 +125,16 @@ func (c *conn) flushDue(now int64) {
 // the position sent so far with the frame's own offset.
 func (c *conn) sendHeld(h heldFrame) (sent bool) {
 	cf := c.cf
-	if h.rest == nil || (cf.live && bytes.HasPrefix(h.rest, deleteTypeLine) && !cf.wasSent(h.partition, h.key)) {
+	if h.rest == nil || (cf.live && !h.own && bytes.HasPrefix(h.rest, deleteTypeLine) && !cf.wasSent(h.partition, h.key)) {
 		return false
 	}
 	cf.sent.Set(h.partition, h.offset)
 	c.idBuf, _ = cf.sent.AppendText(c.idBuf[:0])
-	c.buf = c.appendOut(c.buf, h.rest, h.partition, h.offset, h.key)
+	if h.own {
+		c.buf = c.appendOwnOut(c.buf, h.rest)
+	} else {
+		c.buf = c.appendOut(c.buf, h.rest, h.partition, h.offset, h.key)
+	}
 	c.frames++
 	c.stats.Frames.Add(1)
 	return true

@@ -160,7 +160,7 @@ func (c *conn) deliverFrame(f ring.Frame, p *kept) (synced bool) {
 		return synced
 	}
 	if c.cf != nil {
-		c.cf.hold(f.Partition, f.Offset, f.Key, f.Bytes[nl+1:], monoNow())
+		c.cf.hold(f.Partition, f.Offset, f.Key, f.Bytes[nl+1:], f.Own, monoNow())
 		return false
 	}
 	if synced && !c.meta && !c.muxed && c.p.Fields == nil {
@@ -171,7 +171,11 @@ func (c *conn) deliverFrame(f ring.Frame, p *kept) (synced bool) {
 			// says it so too, and the stream's id is compact (see multi.go).
 			c.idBuf = append(c.idBuf[:0], baked...)
 		}
-		c.buf = c.appendOut(c.buf, f.Bytes[nl+1:], f.Partition, f.Offset, f.Key)
+		if f.Own {
+			c.buf = c.appendOwnOut(c.buf, f.Bytes[nl+1:])
+		} else {
+			c.buf = c.appendOut(c.buf, f.Bytes[nl+1:], f.Partition, f.Offset, f.Key)
+		}
 	}
 	c.frames++
 	c.stats.Frames.Add(1)
@@ -187,11 +191,23 @@ func (c *conn) ownPartition(partition int32) bool {
 	return ok
 }
 
-// keepsFrame says the stream's filters let a ring frame (whose id line ends at nl) through; a resync the
-// feed published always passes.
+// keepsFrame says the stream's filters let a ring frame (whose id line ends at nl) through. A frame of the
+// gateway's own (a resync the feed published: ring.Frame.Own) always passes: like the resyncs of a resume, it
+// tells a client of its own partitions what it will never get. It is known by that flag alone: a record
+// whose event type reads "resync" is a record (and reaches clients renamed, see feed.RenamedPrefix).
 func (c *conn) keepsFrame(f ring.Frame, nl int, p *kept) bool {
-	return feedResync(f, nl) || p.keeps(f.Key, func() string { return frameType(f.Bytes[nl+1:]) },
+	return f.Own || p.keeps(f.Key, func() string { return frameType(f.Bytes[nl+1:]) },
 		func() []byte { return frameValue(f.Bytes[nl+1:], c.t.format().Value) })
+}
+
+// appendOwnOut appends to dst a frame of the gateway's own from the ring (rest: after its id line) with the
+// stream's position (c.idBuf) as its id: as it is, with no meta line (it carries no record) and no projection
+// (its data is the gateway's).
+func (c *conn) appendOwnOut(dst, rest []byte) []byte {
+	dst = append(dst, "id: "...)
+	dst = append(dst, c.idBuf...)
+	dst = append(dst, '\n')
+	return append(dst, rest...)
 }
 
 // appendOut appends to dst a record's frame as this stream sends it: the stream's position (c.idBuf) as its
@@ -222,16 +238,6 @@ func (c *conn) appendOut(dst, rest []byte, partition int32, offset int64, key []
 	}
 	return append(out, "\n\n"...)
 }
-
-// feedResync says f (whose id line ends at nl) is a resync the feed published (feed.Topic.gap): it has no
-// key and its type is resync (a record without a key whose event header is resync passes too: the type is
-// the gateway's, see docs/gateway.md). Filters do not apply to it: like the resyncs of a resume, it tells a
-// client of its own partitions what it will never get.
-func feedResync(f ring.Frame, nl int) bool {
-	return len(f.Key) == 0 && bytes.HasPrefix(f.Bytes[nl+1:], resyncTypeLine)
-}
-
-var resyncTypeLine = []byte("event: resync\n")
 
 // deleteTypeLine starts a tombstone's frame once its id line is cut off.
 var deleteTypeLine = []byte("event: " + feed.DeleteEvent + "\n")
@@ -313,9 +319,9 @@ const (
 // Event types of the token's moments.
 const (
 	// EventTokenExpiring is the type of the frame a stream gets ExpiryNotice before its token expires.
-	EventTokenExpiring = "token-expiring" //nolint:gosec // an event type, not a credential
+	EventTokenExpiring = feed.EventTokenExpiring
 	// EventTokenExpired is the type of a stream's last frame when its token expired.
-	EventTokenExpired = "token-expired"
+	EventTokenExpired = feed.EventTokenExpired
 )
 
 // setExpiry sets the stream's token moments on the monotonic clock (monoNow), from the wall-clock Expires:
@@ -394,14 +400,17 @@ func (c *conn) tokenFrame(typ, data string) []byte {
 // frame stays a valid SSE frame.
 var metaPrefix = []byte("::m ")
 
-// appendMeta appends the meta line of a record.
+// appendMeta appends the meta line of a record; a record without a key, or with an empty one, has "-".
 func appendMeta(dst []byte, partition int32, offset int64, key []byte) []byte {
 	dst = append(dst, metaPrefix...)
 	dst = strconv.AppendInt(dst, int64(partition), 10)
 	dst = append(dst, ' ')
 	dst = strconv.AppendInt(dst, offset, 10)
 	dst = append(dst, ' ')
-	if key == nil {
+	// The ring does not tell a null key from an empty one (a keyless record's key is an empty slice once the
+	// ring holds keys): both are none, on the ring's frames and the records read back from Kafka alike. An
+	// empty base64 field would leave the line two fields long, which reads as no meta line: not a record.
+	if len(key) == 0 {
 		dst = append(dst, '-')
 	} else {
 		dst = base64.StdEncoding.AppendEncode(dst, key)

@@ -190,7 +190,11 @@ func (c *conn) wait(ctx context.Context, lt *loopTimers, wake <-chan struct{}) (
 func (c *conn) tokenMoment(now int64) (CloseReason, bool) {
 	frame, end := c.tokenStep(now)
 	if frame != nil {
-		if err := c.write([][]byte{frame}); err != nil {
+		kind := kindTokenExpiring
+		if end {
+			kind = kindTokenExpired
+		}
+		if err := c.writeOwn(kind, frame); err != nil {
 			return writeReason(err), true
 		}
 	}

@@ -180,13 +180,20 @@ type muxSink struct {
 }
 
 func (s *muxSink) write(spans [][]byte, timeout time.Duration) (int, error) {
-	return s.m.write(s.i, spans, timeout)
+	return s.m.write(s.i, 0, spans, timeout)
+}
+
+// writeOwn takes a frame of the gateway's own, told what it is (see ownSink).
+func (s *muxSink) writeOwn(kind frameKind, frame []byte, timeout time.Duration) (int, error) {
+	return s.m.write(s.i, kind, [][]byte{frame}, timeout)
 }
 
 // write takes topic i's frames, and writes what the client gets of them. A frame waits until every topic
 // has said where it starts (its opening block): from then on every id names every topic, so a resume from
-// any of them is exact in each.
-func (m *mux) write(i int, spans [][]byte, timeout time.Duration) (int, error) {
+// any of them is exact in each. kind is 0 for whatever a stream writes (records, opening blocks,
+// keep-alives, resyncs), else what the one frame that spans complete is (the stream wrote whole frames before
+// it: only its retry line can wait in front of it).
+func (m *mux) write(i int, kind frameKind, spans [][]byte, timeout time.Duration) (int, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.done {
@@ -220,7 +227,7 @@ func (m *mux) write(i int, spans [][]byte, timeout time.Duration) (int, error) {
 				return n, errMuxEnded
 			}
 		}
-		m.translate(i, block)
+		m.translate(i, block, kind)
 	}
 	m.pend[i] = m.pend[i][:copy(m.pend[i], rest)]
 	k, err := m.flush(timeout)
@@ -341,13 +348,12 @@ var (
 	retryPrefix     = []byte("retry:")
 	topicLinePrefix = []byte("topic: ")
 	liveTypeLine    = []byte("event: " + LiveEvent + "\n")
-	expiringLine    = []byte("event: " + EventTokenExpiring + "\n")
-	expiredLine     = []byte("event: " + EventTokenExpired + "\n")
 )
 
 // translate appends to m.buf what the client gets of block, a whole frame of topic i's stream (without its
-// retry line).
-func (m *mux) translate(i int, block []byte) {
+// retry line), of kind (see write): the token's frames and the end of a snapshot are known by kind, never by
+// their event lines, which a record's frame could hold too.
+func (m *mux) translate(i int, block []byte, kind frameKind) {
 	switch {
 	case len(block) <= 1:
 		return
@@ -369,7 +375,7 @@ func (m *mux) translate(i int, block []byte) {
 	if m.unplaced > 0 {
 		return // an opening block: the stream's opening goes out once every topic placed itself
 	}
-	expiring, expired := bytes.HasPrefix(rest, expiringLine), bytes.HasPrefix(rest, expiredLine)
+	expiring, expired := kind == kindTokenExpiring, kind == kindTokenExpired
 	if expiring && m.noticed {
 		return
 	}
@@ -386,7 +392,7 @@ func (m *mux) translate(i int, block []byte) {
 	switch {
 	case own:
 		// The opening block and the token's frames name no topic.
-	case bytes.HasPrefix(rest, liveTypeLine):
+	case kind == kindLive:
 		// A topic's snapshot ended: its data names the stream's id, and the topic.
 		m.appendTopicLine(i)
 		m.buf = append(m.buf, liveTypeLine...)

@@ -232,7 +232,7 @@ func BenchmarkMuxFrame(b *testing.B) {
 			}
 			opening := []byte("id: " + pos.String() + "\n\n")
 			for i := range ts {
-				_, _ = m.write(i, [][]byte{opening}, time.Second)
+				_, _ = m.write(i, 0, [][]byte{opening}, time.Second)
 			}
 			data := strings.Repeat("x", 200)
 			frames := make([][]byte, tc.topics)
@@ -244,7 +244,7 @@ func BenchmarkMuxFrame(b *testing.B) {
 			b.ResetTimer()
 			for i := range b.N {
 				k := i % tc.topics
-				_, _ = m.write(k, frames[k:k+1], time.Second)
+				_, _ = m.write(k, 0, frames[k:k+1], time.Second)
 			}
 		})
 	}

@@ -237,7 +237,7 @@ func TestMuxTopicEndsUnplaced(t *testing.T) {
 	m.gone = make(chan struct{})
 	wrote := make(chan error, 1)
 	go func() {
-		_, err := m.write(0, [][]byte{[]byte("id: v1:\nevent: resync\ndata: {}\n\n")}, time.Second)
+		_, err := m.write(0, 0, [][]byte{[]byte("id: v1:\nevent: resync\ndata: {}\n\n")}, time.Second)
 		wrote <- err
 	}()
 	if r := m.finish(1, ReasonShutdown, false); r != ReasonShutdown {

@@ -20,6 +20,24 @@ type sink interface {
 	write(spans [][]byte, timeout time.Duration) (int, error)
 }
 
+// frameKind is what a frame of the gateway's own is, for a sink that treats some apart (ownSink).
+type frameKind uint8
+
+// Kinds of the gateway's own frames that a stream of several topics shapes apart from records.
+const (
+	kindLive          frameKind = iota + 1 // the end of a snapshot
+	kindTokenExpiring                      // the token expires soon
+	kindTokenExpired                       // the token expired: the stream ends with it
+)
+
+// ownSink is a sink that is told which of a stream's writes carries a frame of the gateway's own, and what it
+// is (conn.writeOwn): the mux of a stream of several topics, which gives those frames their own shape. It
+// knows them by that, never by their event type, which a record could carry too.
+type ownSink interface {
+	// writeOwn writes frame, one frame of kind, as write writes spans.
+	writeOwn(kind frameKind, frame []byte, timeout time.Duration) (int, error)
+}
+
 // httpSink writes through net/http: HTTP/2, TLS and HTTP/1.0 streams, and every stream when the writer pool
 // is off.
 type httpSink struct {

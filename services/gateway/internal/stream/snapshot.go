@@ -43,7 +43,7 @@ import (
 var SnapshotMaxBytes = 16 << 20
 
 // LiveEvent is the event type of the frame that ends a snapshot.
-const LiveEvent = "live"
+const LiveEvent = feed.EventLive
 
 // snapshotForever is a snapshot's interval: it sends when the catch-up ends, not on a clock.
 const snapshotForever = 100 * 365 * 24 * time.Hour
@@ -159,8 +159,7 @@ func (c *conn) endSnapshot() error {
 	c.flushDue(0)
 	c.cf = nil
 	c.idBuf, _ = c.pos.AppendText(c.idBuf[:0])
-	c.buf = sse.AppendEventBytes(c.buf, c.idBuf, []byte(LiveEvent), fmt.Appendf(nil, `{"id":%q}`, c.idBuf))
-	return c.flushBuf()
+	return c.writeOwn(kindLive, sse.AppendEventBytes(nil, c.idBuf, []byte(LiveEvent), fmt.Appendf(nil, `{"id":%q}`, c.idBuf)))
 }
 
 // unseen takes into account, in a snapshot, a record of a key the stream follows that its filters do not pass
@@ -181,7 +180,7 @@ func (c *conn) unseen(partition int32, offset int64, key []byte) {
 	case held, cf.wasSent(partition, key):
 		frame := feed.AppendFrame(nil, []byte("-"), &kgo.Record{Key: key, Partition: partition, Offset: offset}, c.t.format())
 		now := monoNow()
-		cf.hold(partition, offset, key, frame[bytes.IndexByte(frame, '\n')+1:], now)
+		cf.hold(partition, offset, key, frame[bytes.IndexByte(frame, '\n')+1:], false, now)
 		c.flushDue(now)
 	}
 }

@@ -525,10 +525,32 @@ func (c *conn) writeSpans(spans [][]byte) error {
 	for _, b := range spans {
 		size += len(b)
 	}
+	return c.writeOut(size, func(timeout time.Duration) (int, error) { return c.out.write(spans, timeout) })
+}
+
+// writeOwn writes frame, a frame of the gateway's own of kind, after what c.buf holds: in the same write as
+// any other frame, or, to a sink that treats such frames apart (ownSink), c.buf first, then the frame told
+// for what it is.
+func (c *conn) writeOwn(kind frameKind, frame []byte) error {
+	if os, ok := c.out.(ownSink); ok {
+		if err := c.flushBuf(); err != nil {
+			return err
+		}
+		return c.writeOut(len(frame), func(timeout time.Duration) (int, error) { return os.writeOwn(kind, frame, timeout) })
+	}
+	if len(c.buf) == 0 {
+		return c.write([][]byte{frame})
+	}
+	c.buf = append(c.buf, frame...)
+	return c.flushBuf()
+}
+
+// writeOut makes one write of size bytes through out, holding them (Config.PendingBytes) while it does.
+func (c *conn) writeOut(size int, out func(timeout time.Duration) (int, error)) error {
 	if !c.s.hold(size) {
 		return fmt.Errorf("%w: %w", errWrite, errPending)
 	}
-	n, err := c.out.write(spans, c.s.cfg.WriteTimeout)
+	n, err := out(c.s.cfg.WriteTimeout)
 	c.s.release(size)
 	c.stats.Bytes.Add(int64(n))
 	c.stats.Writes.Add(1)

@@ -413,10 +413,10 @@ func (s *wsSink) appendMessage(dst []byte, f wsFrame) []byte {
 var undecodablePrefix = []byte(feed.UndecodableField + ": ")
 
 var (
-	eventDrain    = []byte("drain")
-	eventOpen     = []byte("open")
-	eventPosition = []byte("position")
-	eventMessage  = []byte("message")
+	eventDrain    = []byte(feed.EventDrain)
+	eventOpen     = []byte(feed.EventOpen)
+	eventPosition = []byte(feed.EventPosition)
+	eventMessage  = []byte(feed.MessageEvent)
 )
 
 // meta is a record's meta line, parsed.
