@@ -8,12 +8,15 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/ssegate/ssegate/pkg/kafkatest"
 	"github.com/ssegate/ssegate/pkg/position"
@@ -160,5 +163,88 @@ func publishUntilDone(ctx context.Context, urls *atomic.Pointer[[2]string], key,
 		default:
 			return publishAnswer{}, failures, errors.New(resp.Status + " " + string(b))
 		}
+	}
+}
+
+// TestPublishKeysPerSubject: through the built gateway with tokens and Redis, two token subjects that pick the
+// same Idempotency-Key each get their record written; one subject's repeat of its key with another record is
+// 409 naming the key and writes nothing; its repeat of the same record is the first's duplicate.
+func TestPublishKeysPerSubject(t *testing.T) {
+	brokers := strings.Join(kafkatest.Brokers(t), ",")
+	bin := filepath.Join(buildBinaries(t), "gateway")
+	topic := kafkatest.NewTopic(t, 2, nil)
+	secret := []byte("e2e-secret-of-at-least-32-bytes-0123456789")
+	secretFile := filepath.Join(t.TempDir(), "hmac")
+	if err := os.WriteFile(secretFile, secret, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr, admin := proctest.FreeAddr(t), proctest.FreeAddr(t)
+	startProcess(t, "gateway", bin, brokers, "--topics", topic, "--listen", addr, "--admin-listen", admin,
+		"--prefill", "0", "--publish-topics", topic, "--auth", "required", "--auth-algorithms", "HS256",
+		"--auth-hmac-secret-file", secretFile, "--redis-addr", redistest.Addr(t),
+		"--publish-idempotency-prefix", redistest.Prefix(t), "--drain", "0s")
+	waitReady(t, "gateway", "http://"+admin+"/readyz")
+	url := "http://" + addr + "/topics/" + topic + "/records"
+	as := func(sub string) string {
+		claims := jwt.MapClaims{
+			"sub": sub, "exp": time.Now().Add(time.Hour).Unix(),
+			"ssegate": map[string]any{"topics": []string{}, "publish": []string{topic}},
+		}
+		tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString(secret)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}
+	send := func(tok, body string) (int, string) {
+		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+tok)
+		req.Header.Set("Idempotency-Key", "order-1")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = resp.Body.Close() }()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	alice, bob := as("alice"), as("bob")
+	answers := map[string]publishAnswer{}
+	for name, tok := range map[string]string{"alice": alice, "bob": bob} {
+		code, body := send(tok, `{"key":"cart-9","value":"`+name+`'s order"}`)
+		var a publishAnswer
+		if err := json.Unmarshal([]byte(body), &a); code != http.StatusOK || err != nil || a.Duplicate {
+			t.Fatalf("%s: %d %s; want its own record written", name, code, body)
+		}
+		answers[name] = a
+	}
+	if answers["alice"].Partition == answers["bob"].Partition && answers["alice"].Offset == answers["bob"].Offset {
+		t.Fatalf("alice and bob were answered the same place: %+v", answers)
+	}
+	code, body := send(alice, `{"key":"cart-9","value":"alice's other order"}`)
+	var e struct {
+		Error, Reason string
+		Key           string `json:"idempotency_key"`
+	}
+	if err := json.Unmarshal([]byte(body), &e); err != nil || code != http.StatusConflict || e.Reason != "idempotency_conflict" || e.Key != "order-1" {
+		t.Fatalf("alice's key with another record: %d %s; want 409 idempotency_conflict naming order-1", code, body)
+	}
+	code, body = send(alice, `{"key":"cart-9","value":"alice's order"}`)
+	var again publishAnswer
+	if err := json.Unmarshal([]byte(body), &again); err != nil || code != http.StatusOK || !again.Duplicate ||
+		again.Partition != answers["alice"].Partition || again.Offset != answers["alice"].Offset {
+		t.Fatalf("alice's record again: %d %s; want the first's place, a duplicate", code, body)
+	}
+	values := map[string]int{}
+	for _, recs := range kafkatest.ReadAll(t, topic) {
+		for _, r := range recs {
+			values[string(r.Value)]++
+		}
+	}
+	if len(values) != 2 || values["alice's order"] != 1 || values["bob's order"] != 1 {
+		t.Fatalf("the topic holds %v; want alice's and bob's order once each", values)
 	}
 }

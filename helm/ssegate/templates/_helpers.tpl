@@ -369,7 +369,7 @@ refuses it at start.
 {{- fail (printf "gateway.publish.topics names %q, which is not one of gateway.topics (%s): only served topics can be opened for publishing (the answer's id is a position of the topic's stream)" . (join ", " $.Values.gateway.topics)) }}
 {{- end }}
 {{- end }}
-{{- range $name := list "rate" "burst" "maxRecords" }}
+{{- range $name := list "rate" "burst" "maxRecords" "maxBodyReads" }}
 {{- if lt (int (get $p $name)) 0 }}
 {{- fail (printf "gateway.publish.%s must be zero (the gateway's default) or positive" $name) }}
 {{- end }}
@@ -407,13 +407,23 @@ publish-rate: {{ . }}
 {{- with $p.burst }}
 publish-burst: {{ . }}
 {{- end }}
+{{- with $p.maxBodyBytes }}
+publish-max-body-bytes: {{ . | quote }}
+{{- end }}
+{{- with $p.maxBodyReads }}
+publish-max-body-reads: {{ . }}
+{{- end }}
+{{- with $p.bodyTimeout }}
+publish-body-timeout: {{ . | quote }}
+{{- end }}
 {{- end }}
 {{- end -}}
 
 {{/*
-ssegate.publishMaxBody: the largest publish request body the gateway takes, in bytes, as it bounds it (every
-record at its largest, in base64, with room for the JSON; at most 64MiB): what a proxy in front must let
-through. The gateway's defaults stand in for the values left empty (config_publish.go; a test compares them).
+ssegate.publishMaxBody: the largest publish request body the gateway takes, in bytes, as it bounds it
+(maxBodyBytes, else 4MiB or one record at its largest, in base64 with room for the JSON, when that is more;
+never more than every record at its largest, nor 64MiB): what a proxy in front must let through. The gateway's
+defaults stand in for the values left empty (config_publish.go; a test compares them).
 */}}
 {{- define "ssegate.publishMaxBody" -}}
 {{- $p := .Values.gateway.publish -}}
@@ -421,7 +431,9 @@ through. The gateway's defaults stand in for the values left empty (config_publi
 {{- $value := include "ssegate.bytes" (default "1MiB" $p.maxValueBytes) -}}
 {{- $header := include "ssegate.bytes" (default "16KiB" $p.maxHeaderBytes) -}}
 {{- $per := add (div (mul (add $key $value $header) 4) 3) 1024 -}}
-{{- min (mul $per (default 500 $p.maxRecords)) 67108864 -}}
+{{- $body := max 4194304 $per -}}
+{{- with $p.maxBodyBytes }}{{ $body = include "ssegate.bytes" . | int64 }}{{ end -}}
+{{- min $body (mul $per (default 500 $p.maxRecords)) 67108864 -}}
 {{- end -}}
 
 {{/* WebSocket streams: the gateway's ws-* settings, only those the values set. */}}

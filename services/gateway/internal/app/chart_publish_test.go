@@ -50,17 +50,17 @@ func checkChartPublish(t *testing.T, vals map[string]any, cfg Config, typed []ru
 			want.Topics = append(want.Topics, tp.(string)) //nolint:forcetypeassert // topics are strings
 		}
 		want.Anonymous, _ = p["anonymous"].(bool)
-		for key, dst := range map[string]*int64{"maxKeyBytes": &want.MaxKeyBytes, "maxValueBytes": &want.MaxValueBytes, "maxHeaderBytes": &want.MaxHeaderBytes, "pendingBytes": &want.PendingBytes} {
+		for key, dst := range map[string]*int64{"maxKeyBytes": &want.MaxKeyBytes, "maxValueBytes": &want.MaxValueBytes, "maxHeaderBytes": &want.MaxHeaderBytes, "pendingBytes": &want.PendingBytes, "maxBodyBytes": &want.MaxBodyBytes} {
 			if v, ok := p[key].(string); ok && v != "" {
 				*dst = chartBytes(t, v)
 			}
 		}
-		for key, dst := range map[string]*int{"maxRecords": &want.MaxRecords, "rate": &want.Rate, "burst": &want.Burst} {
+		for key, dst := range map[string]*int{"maxRecords": &want.MaxRecords, "rate": &want.Rate, "burst": &want.Burst, "maxBodyReads": &want.MaxBodyReads} {
 			if v, ok := p[key].(int); ok && v != 0 {
 				*dst = v
 			}
 		}
-		for key, dst := range map[string]*time.Duration{"timeout": &want.Timeout, "idempotencyWindow": &want.IdempotencyWindow} {
+		for key, dst := range map[string]*time.Duration{"timeout": &want.Timeout, "idempotencyWindow": &want.IdempotencyWindow, "bodyTimeout": &want.BodyTimeout} {
 			if v, ok := p[key].(string); ok && v != "" {
 				*dst = parseDur(t, v)
 			}

@@ -37,6 +37,15 @@ type PublishConfig struct {
 	// Rate bounds the records a second one token subject (or, without a token, one client address) may
 	// publish through a pod, with bursts of Burst (0: the rate). Default 0: no bound.
 	Rate, Burst int
+	// MaxBodyBytes bounds a request's body. Default 0: 4MiB, or one record at its largest (its key, value and
+	// headers in base64, with room for the JSON) when that is more; never more than every record at its
+	// largest.
+	MaxBodyBytes int64
+	// MaxBodyReads bounds the request bodies read and parsed at once by a pod (a body takes about ten times its
+	// size while it is parsed); one more is answered 503 at once. Default 8.
+	MaxBodyReads int
+	// BodyTimeout bounds the time a request's body takes to arrive; a later one is answered 408. Default 10s.
+	BodyTimeout time.Duration
 }
 
 func publishDefaults() PublishConfig {
@@ -44,6 +53,7 @@ func publishDefaults() PublishConfig {
 		MaxKeyBytes: 4 << 10, MaxValueBytes: 1 << 20, MaxHeaderBytes: 16 << 10, MaxRecords: 500,
 		PendingBytes: 16 << 20, QueueWait: 2 * time.Second, Timeout: 10 * time.Second,
 		IdempotencyWindow: 24 * time.Hour, IdempotencyKeys: 100000, IdempotencyPrefix: "ssegate:gateway:publish:",
+		MaxBodyReads: 8, BodyTimeout: 10 * time.Second,
 	}
 }
 
@@ -62,7 +72,10 @@ func publishSettings(c *PublishConfig) []settings.Setting {
 		setting("publish-idempotency-keys", "most idempotency keys remembered in the pod's memory when there is no redis-addr (with Redis, all of them, across pods and restarts)", settings.Int(&c.IdempotencyKeys)),
 		setting("publish-idempotency-prefix", "prefix of the Redis keys of idempotency entries", settings.String(&c.IdempotencyPrefix)),
 		setting("publish-rate", "records a second one token subject (without a token, one client address) may publish through a pod; 0 means no bound", settings.Int(&c.Rate)),
-		setting("publish-burst", "records publish-rate lets come at once; 0 means the rate", settings.Int(&c.Burst)),
+		setting("publish-burst", "records publish-rate lets come at once; 0 means the rate. A request of more records than this is refused with 413: it could never pass", settings.Int(&c.Burst)),
+		setting("publish-max-body-bytes", "largest publish request body (bytes, or with KiB/MiB); a larger one gets 413. 0 means 4MiB, or one record at its largest when that is more", settings.Bytes(&c.MaxBodyBytes)),
+		setting("publish-max-body-reads", "most publish request bodies a pod reads and parses at once (each takes about ten times its size meanwhile); one more gets 503 with Retry-After", settings.Int(&c.MaxBodyReads)),
+		setting("publish-body-timeout", "longest a publish request's body may take to arrive; a slower one gets 408", settings.Duration(&c.BodyTimeout)),
 	}
 }
 
@@ -77,10 +90,15 @@ func (c PublishConfig) limits() publish.Limits {
 	return l
 }
 
-// maxBody bounds a publish request's body: every record at its largest, in base64, with room for the JSON.
+// maxBody bounds a publish request's body: MaxBodyBytes, or by default 4MiB, or one record at its largest (in
+// base64, with room for the JSON) when that is more; never more than every record at its largest, nor 64MiB.
 func (c PublishConfig) maxBody() int64 {
 	per := (c.MaxKeyBytes+c.MaxValueBytes+c.MaxHeaderBytes)*4/3 + 1024
-	return min(per*int64(c.MaxRecords), 64<<20)
+	body := c.MaxBodyBytes
+	if body == 0 {
+		body = max(4<<20, per)
+	}
+	return min(body, per*int64(c.MaxRecords), 64<<20)
 }
 
 func (c Config) validatePublish() error {
@@ -107,6 +125,9 @@ func (c Config) validatePublish() error {
 		{"publish-idempotency-prefix", p.IdempotencyPrefix == "", "set"},
 		{"publish-rate", p.Rate < 0, "zero or positive"},
 		{"publish-burst", p.Burst < 0, "zero or positive"},
+		{"publish-max-body-bytes", p.MaxBodyBytes != 0 && (p.MaxBodyBytes < 1<<10 || p.MaxBodyBytes > 64<<20), "0 (the default) or from 1KiB to 64MiB"},
+		{"publish-max-body-reads", p.MaxBodyReads < 1 || p.MaxBodyReads > 10000, "from 1 to 10000"},
+		{"publish-body-timeout", p.BodyTimeout < time.Second || p.BodyTimeout > 10*time.Minute, "from 1s to 10m"},
 	}
 	for _, ch := range checks {
 		if ch.bad {

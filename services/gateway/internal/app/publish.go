@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"strconv"
@@ -33,6 +34,7 @@ type publisher struct {
 	producer *kgo.Client
 	rdb      *redis.Client // the idempotency store's client when the limits have none to share; nil otherwise
 	rates    *limit.Rates  // nil: no rate
+	bodies   chan struct{} // a place for each body read and parsed at once (publish-max-body-reads)
 	open     map[string]bool
 	stats    map[string]*publishStats
 	tracer   trace.Tracer
@@ -76,7 +78,7 @@ func (a *App) newPublisher(kopts []kgo.Opt, tracer trace.Tracer) error {
 	if err != nil {
 		return fmt.Errorf("publish: kafka client: %w", err)
 	}
-	p := &publisher{producer: cl, open: map[string]bool{}, stats: map[string]*publishStats{}, tracer: tracer}
+	p := &publisher{producer: cl, open: map[string]bool{}, stats: map[string]*publishStats{}, tracer: tracer, bodies: make(chan struct{}, pc.MaxBodyReads)}
 	a.publisher = p
 	var store publish.Store = publish.NewMemoryStore(pc.IdempotencyKeys, pc.IdempotencyWindow)
 	if r := a.cfg.Limits.Redis; r.Addr != "" {
@@ -155,70 +157,150 @@ func (a *App) handlePublish(c *gin.Context) {
 		trace.WithAttributes(attribute.String("messaging.destination.name", name)))
 	defer span.End()
 	start := time.Now()
-	recs, gr, err := a.publishRequest(c, name)
+	recs, who, err := a.publishRequest(c, p, name)
 	if err != nil {
-		st.results[publishErrorResult(err)].Add(1)
+		st.results[publishErrorResult(err)].Add(max(1, int64(len(recs))))
 		span.SetStatus(codes.Error, err.Error())
 		abort(c, err)
 		return
 	}
 	span.SetAttributes(attribute.Int("messaging.batch.message_count", len(recs)))
-	if wait, err := a.publishAllowed(p, a.publisherName(c.Request, gr), gr, recs); err != nil {
-		if wait > 0 {
-			c.Header("Retry-After", strconv.Itoa(max(1, int(wait.Seconds()))))
-		}
-		st.results[resultRefused].Add(int64(len(recs)))
-		span.SetStatus(codes.Error, err.Error())
-		abort(c, err)
-		return
-	}
 	pctx, cancel := context.WithTimeout(ctx, a.cfg.Publish.claimLease())
 	defer cancel()
-	results, errs := p.Publish(pctx, name, recs)
+	results, errs := p.Publish(pctx, name, who, recs)
 	if p.duration != nil {
 		p.duration.Record(ctx, time.Since(start).Seconds(), metric.WithAttributes(attribute.String("topic", name)))
 	}
 	a.answerPublish(c, span, name, results, errs)
 }
 
-// publishRequest reads a publish request: a JSON body of records within the limits, and the grant of its
-// token.
-func (a *App) publishRequest(c *gin.Context, topic string) ([]publish.Record, grant, error) {
-	gr, err := a.gate.admitPublish(c.Request, topic, a.cfg.Publish.Anonymous)
+// publishRequest reads a publish request and returns its records and who publishes them (publisherName). The
+// cheap checks come before the body is read: the token, the content type, the Idempotency-Key header, and
+// one record of who's rate, so that a client over its rate costs no parse. Then the body, with a place among
+// publish-max-body-reads, within publish-body-timeout and publish-max-body-bytes; then the records against
+// publish-burst (more could never pass: 413), the token's keys and the rest of the rate. A refusal for the rate
+// sets Retry-After. The records are returned with an error too, when they were parsed, for the counts.
+func (a *App) publishRequest(c *gin.Context, p *publisher, topic string) ([]publish.Record, string, error) {
+	gr, who, idem, err := a.publishHead(c, p, topic)
 	if err != nil {
-		return nil, gr, err
-	}
-	if ct := c.ContentType(); ct != "application/json" {
-		return nil, gr, &httpError{status: http.StatusUnsupportedMediaType, msg: "the body must be JSON (Content-Type: application/json), got " + strconv.Quote(ct)}
+		// net/http would read the body before it answers, to keep the connection: the client may never send
+		// it, and it is not wanted.
+		if c.Request.ContentLength != 0 {
+			c.Header("Connection", "close")
+		}
+		return nil, who, err
 	}
 	lim := a.cfg.Publish.limits()
+	recs, err := a.readRecords(c, idem, lim)
+	<-p.bodies
+	if err != nil {
+		return nil, who, err
+	}
+	if p.rates != nil && len(recs) > p.rates.Burst() {
+		return recs, who, &httpError{
+			status: http.StatusRequestEntityTooLarge, reason: "publish_burst",
+			msg: fmt.Sprintf("%d records in one request can never pass publish-burst, %d records at once: send at most %d a request", len(recs), p.rates.Burst(), p.rates.Burst()),
+		}
+	}
+	if gr.claims != nil {
+		for i, r := range recs {
+			if !gr.claims.Scope.AllowsPublishKey(r.Key) {
+				return recs, who, &auth.Error{Reason: auth.ReasonInsufficientScope, Detail: fmt.Sprintf("record %d: its key is not one the token may publish", i)}
+			}
+		}
+	}
+	return recs, who, a.takeRate(c, p, who, len(recs)-1)
+}
+
+// publishHead checks a publish request before its body is read (publishRequest) and takes its place to read the
+// body; it returns the grant of its token, who publishes, and its Idempotency-Key header.
+func (a *App) publishHead(c *gin.Context, p *publisher, topic string) (grant, string, string, error) {
+	gr, err := a.gate.admitPublish(c.Request, topic, a.cfg.Publish.Anonymous)
+	if err != nil {
+		return gr, "", "", err
+	}
+	if ct := c.ContentType(); ct != "application/json" {
+		return gr, "", "", &httpError{status: http.StatusUnsupportedMediaType, msg: "the body must be JSON (Content-Type: application/json), got " + strconv.Quote(ct)}
+	}
 	idem := c.GetHeader("Idempotency-Key")
-	if err := publish.CheckIdemKey(idem, lim); err != nil {
-		return nil, gr, err
+	if err := publish.CheckIdemKey(idem, a.cfg.Publish.limits()); err != nil {
+		return gr, "", "", err
+	}
+	who := a.publisherName(c.Request, gr)
+	if err := a.takeRate(c, p, who, 1); err != nil {
+		return gr, who, "", err
+	}
+	select {
+	case p.bodies <- struct{}{}:
+	default:
+		c.Header("Retry-After", "1")
+		return gr, who, "", &httpError{
+			status: http.StatusServiceUnavailable, reason: "publish_busy",
+			msg: fmt.Sprintf("this gateway is reading %d publish requests already (publish-max-body-reads); try again shortly", cap(p.bodies)),
+		}
+	}
+	return gr, who, idem, nil
+}
+
+// readRecords reads and parses a publish request's body within publish-body-timeout (408) and
+// publish-max-body-bytes (413).
+func (a *App) readRecords(c *gin.Context, idem string, lim publish.Limits) ([]publish.Record, error) {
+	rc := http.NewResponseController(c.Writer)
+	timed := rc.SetReadDeadline(time.Now().Add(a.cfg.Publish.BodyTimeout)) == nil
+	if timed {
+		defer func() { _ = rc.SetReadDeadline(time.Time{}) }()
 	}
 	body := http.MaxBytesReader(c.Writer, c.Request.Body, a.cfg.Publish.maxBody())
 	recs, err := publish.ParseRecords(body, idem, lim)
 	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
-		return nil, gr, &httpError{status: http.StatusRequestEntityTooLarge, msg: fmt.Sprintf("the body is larger than %d bytes", mbe.Limit)}
+	var ne net.Error
+	switch {
+	case err == nil:
+		return recs, nil
+	case errors.As(err, &mbe):
+		return nil, &httpError{
+			status: http.StatusRequestEntityTooLarge, reason: "body_too_large",
+			msg: fmt.Sprintf("the body is larger than %d bytes (publish-max-body-bytes)", mbe.Limit),
+		}
+	case errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) && ne.Timeout():
+		c.Header("Connection", "close") // the rest of the body is still on its way
+		return nil, &httpError{
+			status: http.StatusRequestTimeout, reason: "body_timeout",
+			msg: fmt.Sprintf("the body did not arrive within %s (publish-body-timeout)", a.cfg.Publish.BodyTimeout),
+		}
 	}
-	return recs, gr, err
+	var ie *publish.InputError
+	if errors.As(err, &ie) {
+		return nil, err
+	}
+	return nil, &httpError{status: http.StatusBadRequest, msg: "the body could not be read: " + err.Error()}
 }
 
-// publishAllowed checks the records' keys against the token's scope, and the rate of who; a refusal for the
-// rate comes with the wait until it would pass.
-func (a *App) publishAllowed(p *publisher, who string, gr grant, recs []publish.Record) (retryAfter time.Duration, err error) {
-	if gr.claims != nil {
-		for i, r := range recs {
-			if !gr.claims.Scope.AllowsPublishKey(r.Key) {
-				return 0, &auth.Error{Reason: auth.ReasonInsufficientScope, Detail: fmt.Sprintf("record %d: its key is not one the token may publish", i)}
-			}
+// takeRate takes n records of who's publish-rate; a refusal is 429 with Retry-After.
+func (a *App) takeRate(c *gin.Context, p *publisher, who string, n int) error {
+	if p.rates == nil || n <= 0 {
+		return nil
+	}
+	if ok, wait := p.rates.Take(who, n, time.Now()); !ok {
+		c.Header("Retry-After", strconv.Itoa(max(1, int(wait.Seconds()))))
+		return &httpError{
+			status: http.StatusTooManyRequests, reason: "publish_rate",
+			msg: fmt.Sprintf("more records than publish-rate allows: %d a second, %d at once", a.cfg.Publish.Rate, p.rates.Burst()),
 		}
+	}
+	return nil
+}
+
+// publishAllowed checks a WebSocket message's record against the token's scope, and the rate of who; a refusal
+// for the rate comes with the wait until it would pass.
+func (a *App) publishAllowed(p *publisher, who string, gr grant, rec publish.Record) (retryAfter time.Duration, err error) {
+	if gr.claims != nil && !gr.claims.Scope.AllowsPublishKey(rec.Key) {
+		return 0, &auth.Error{Reason: auth.ReasonInsufficientScope, Detail: "its key is not one the token may publish"}
 	}
 	if p.rates == nil {
 		return 0, nil
 	}
-	if ok, wait := p.rates.Take(who, len(recs), time.Now()); !ok {
+	if ok, wait := p.rates.Take(who, 1, time.Now()); !ok {
 		return wait, &httpError{
 			status: http.StatusTooManyRequests, reason: "publish_rate",
 			msg: fmt.Sprintf("more records than publish-rate allows: %d a second, %d at once", a.cfg.Publish.Rate, p.rates.Burst()),
@@ -256,7 +338,9 @@ func (a *App) answerPublish(c *gin.Context, span trace.Span, topic string, resul
 		out[i], s, retry = a.publishOutcome(topic, res, errs[i])
 		if s != http.StatusOK && status == http.StatusOK {
 			status = s
-			c.Header("Retry-After", strconv.Itoa(retry))
+			if retry > 0 {
+				c.Header("Retry-After", strconv.Itoa(retry))
+			}
 			span.SetStatus(codes.Error, errs[i].Error())
 		}
 	}
@@ -267,14 +351,22 @@ func (a *App) answerPublish(c *gin.Context, span trace.Span, topic string, resul
 	c.JSON(status, gin.H{"records": out})
 }
 
-// publishOutcome is a record's answer, its status and Retry-After seconds, and counts its result: its place
-// and the id right after it, or its error.
+// publishOutcome is a record's answer, its status and Retry-After seconds (0: none), and counts its result: its
+// place and the id right after it, or its error, with a reason when the status alone does not tell it.
 func (a *App) publishOutcome(topic string, res publish.Result, err error) (gin.H, int, int) {
 	st := a.publisher.stats[topic]
 	if err != nil {
-		s, retry, result := publishFailure(err)
+		s, retry, result, reason := publishFailure(err)
 		st.results[result].Add(1)
-		return gin.H{"error": err.Error(), "status": s}, s, retry
+		out := gin.H{"error": err.Error(), "status": s}
+		if reason != "" {
+			out["reason"] = reason
+		}
+		var ce *publish.ConflictError
+		if errors.As(err, &ce) {
+			out["idempotency_key"] = ce.IdemKey
+		}
+		return out, s, retry
 	}
 	st.results[map[bool]int{false: resultPublished, true: resultDuplicate}[res.Duplicate]].Add(1)
 	return gin.H{
@@ -284,15 +376,23 @@ func (a *App) publishOutcome(topic string, res publish.Result, err error) (gin.H
 	}, http.StatusOK, 0
 }
 
-// publishFailure is the status, Retry-After seconds and result of a record Kafka did not take.
-func publishFailure(err error) (status, retryAfter, result int) {
+// publishFailure is the status, Retry-After seconds, result and reason of a record Kafka did not take.
+func publishFailure(err error) (status, retryAfter, result int, reason string) {
+	var oe *publish.OrderError
 	switch {
+	case errors.Is(err, publish.ErrConflict):
+		// Retrying cannot help: the key belongs to another record.
+		return http.StatusConflict, 0, resultRejected, "idempotency_conflict"
+	case errors.As(err, &oe):
+		return http.StatusConflict, 0, resultRejected, "order"
 	case errors.Is(err, publish.ErrBusy):
-		return http.StatusServiceUnavailable, 1, resultBusy
+		return http.StatusServiceUnavailable, 1, resultBusy, ""
 	case errors.Is(err, publish.ErrInFlight):
-		return http.StatusConflict, 1, resultBusy
+		return http.StatusConflict, 1, resultBusy, "in_flight"
+	case errors.Is(err, publish.ErrLooking), errors.Is(err, publish.ErrEarlierFailed):
+		return http.StatusServiceUnavailable, 1, resultBusy, ""
 	default:
-		return http.StatusServiceUnavailable, 2, resultFailed
+		return http.StatusServiceUnavailable, 2, resultFailed, ""
 	}
 }
 

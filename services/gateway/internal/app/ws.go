@@ -66,7 +66,7 @@ func (a *App) wsInbound(c *gin.Context, topic string) (func(context.Context, []b
 	return func(ctx context.Context, msg []byte) ([]byte, bool) {
 		rec, err := publish.FromMessage(msg, source, lim)
 		if err == nil {
-			_, err = a.publishAllowed(p, who, gr, []publish.Record{rec})
+			_, err = a.publishAllowed(p, who, gr, rec)
 		}
 		if err != nil {
 			p.stats[topic].results[publishErrorResult(err)].Add(1)
@@ -74,7 +74,7 @@ func (a *App) wsInbound(c *gin.Context, topic string) (func(context.Context, []b
 		}
 		pctx, cancel := context.WithTimeout(ctx, a.cfg.Publish.claimLease())
 		defer cancel()
-		results, errs := p.Publish(pctx, topic, []publish.Record{rec})
+		results, errs := p.Publish(pctx, topic, who, []publish.Record{rec})
 		out, status, _ := a.publishOutcome(topic, results[0], errs[0])
 		if status != http.StatusOK {
 			return wsReply(feed.EventPublishError, out), true

@@ -103,30 +103,40 @@ func stores(t *testing.T) map[string]Store {
 }
 
 // TestStores: a claim is held by its owner until its lease ends or it lets go; another request then takes it
-// over with the same partition and offset; only the owner of the claim records the result, which every later
-// claim gets.
+// over with the same partition and offset (or the offset a look reached); only the owner of the claim extends it
+// or records the result, which every later claim gets; a claim of another digest is a conflict and changes
+// nothing.
 func TestStores(t *testing.T) {
 	for name, s := range stores(t) {
 		t.Run(name, func(t *testing.T) {
 			ctx := t.Context()
-			e, err := s.Claim(ctx, "k", "a", time.Hour, 2, 40)
+			e, err := s.Claim(ctx, "k", "a", time.Hour, "d1", 2, 40)
 			if err != nil || e.State != Claimed || e.Partition != 2 || e.From != 40 {
 				t.Fatalf("first claim = %+v, %v", e, err)
 			}
-			if e, err = s.Claim(ctx, "k", "b", time.Hour, 1, 90); err != nil || e.State != Held {
+			if e, err = s.Claim(ctx, "k", "b", time.Hour, "d1", 1, 90); err != nil || e.State != Held {
 				t.Fatalf("claim while held = %+v, %v", e, err)
 			}
-			if err := s.Release(ctx, "k", "b"); err != nil {
+			if e, err = s.Claim(ctx, "k", "b", time.Hour, "d2", 1, 90); err != nil || e.State != Conflict || e.Digest != "d1" {
+				t.Fatalf("claim of another record while held = %+v, %v; want a conflict", e, err)
+			}
+			if err := s.Release(ctx, "k", "b", 0); err != nil {
 				t.Fatal(err)
 			}
-			if e, _ = s.Claim(ctx, "k", "b", time.Hour, 1, 90); e.State != Held {
+			if e, _ = s.Claim(ctx, "k", "b", time.Hour, "d1", 1, 90); e.State != Held {
 				t.Fatalf("a release by another owner let the claim go: %+v", e)
 			}
-			if err := s.Release(ctx, "k", "a"); err != nil {
+			if err := s.Release(ctx, "k", "a", 45); err != nil {
 				t.Fatal(err)
 			}
-			if e, err = s.Claim(ctx, "k", "b", time.Hour, 1, 90); err != nil || e.State != TakenOver || e.Partition != 2 || e.From != 40 {
-				t.Fatalf("claim after the release = %+v, %v; want taken over at partition 2 from 40", e, err)
+			if e, err = s.Claim(ctx, "k", "b", time.Hour, "d2", 1, 90); err != nil || e.State != Conflict {
+				t.Fatalf("claim of another record after the release = %+v, %v; want a conflict", e, err)
+			}
+			if e, err = s.Claim(ctx, "k", "b", time.Hour, "d1", 1, 90); err != nil || e.State != TakenOver || e.Partition != 2 || e.From != 45 {
+				t.Fatalf("claim after the release = %+v, %v; want taken over at partition 2 from 45, where the look stopped", e, err)
+			}
+			if ok, err := s.Extend(ctx, "k", "a", time.Hour); err != nil || ok {
+				t.Fatalf("the first owner extended a claim taken over: %v, %v", ok, err)
 			}
 			if ok, err := s.Complete(ctx, "k", "a", 2, 41, time.UnixMilli(5)); err != nil || ok {
 				t.Fatalf("the first owner completed a claim taken over: %v, %v", ok, err)
@@ -134,16 +144,32 @@ func TestStores(t *testing.T) {
 			if ok, err := s.Complete(ctx, "k", "b", 2, 42, time.UnixMilli(7)); err != nil || !ok {
 				t.Fatalf("the owner's complete = %v, %v", ok, err)
 			}
-			e, err = s.Claim(ctx, "k", "c", time.Hour, 0, 0)
+			e, err = s.Claim(ctx, "k", "c", time.Hour, "d1", 0, 0)
 			if err != nil || e.State != Done || e.Partition != 2 || e.Offset != 42 || e.Time.UnixMilli() != 7 {
 				t.Fatalf("claim after the result = %+v, %v", e, err)
 			}
-			// A lease that runs out lets another take over without a release.
-			if e, _ = s.Claim(ctx, "short", "a", time.Millisecond, 0, 3); e.State != Claimed {
+			if e, err = s.Claim(ctx, "k", "c", time.Hour, "d2", 0, 0); err != nil || e.State != Conflict || e.Offset != 42 {
+				t.Fatalf("claim of another record after the result = %+v, %v; want a conflict", e, err)
+			}
+			if ok, err := s.Extend(ctx, "k", "b", time.Hour); err != nil || ok {
+				t.Fatalf("a completed claim was extended: %v, %v", ok, err)
+			}
+			// A lease that runs out lets another take over without a release; one extended does not.
+			if e, _ = s.Claim(ctx, "short", "a", 50*time.Millisecond, "d", 0, 3); e.State != Claimed {
+				t.Fatalf("claim = %+v", e)
+			}
+			if ok, err := s.Extend(ctx, "short", "a", time.Hour); err != nil || !ok {
+				t.Fatalf("the owner's extend = %v, %v", ok, err)
+			}
+			time.Sleep(80 * time.Millisecond)
+			if e, _ = s.Claim(ctx, "short", "b", time.Hour, "d", 1, 9); e.State != Held {
+				t.Fatalf("claim after the first lease of a claim extended = %+v, want held", e)
+			}
+			if e, _ = s.Claim(ctx, "shorter", "a", time.Millisecond, "d", 0, 3); e.State != Claimed {
 				t.Fatalf("claim = %+v", e)
 			}
 			time.Sleep(20 * time.Millisecond)
-			if e, _ = s.Claim(ctx, "short", "b", time.Hour, 1, 9); e.State != TakenOver || e.From != 3 {
+			if e, _ = s.Claim(ctx, "shorter", "b", time.Hour, "d", 1, 9); e.State != TakenOver || e.From != 3 {
 				t.Fatalf("claim after the lease = %+v, want taken over from 3", e)
 			}
 		})
@@ -207,8 +233,8 @@ func TestPublisherIdempotent(t *testing.T) {
 			p := newTestPublisher(kc, prod, store, nil)
 			ctx := t.Context()
 			rec := Record{Key: []byte("user-1"), Value: []byte("v"), IdemKey: "order-1"}
-			r1, errs := p.Publish(ctx, "t", []Record{rec})
-			r2, errs2 := p.Publish(ctx, "t", []Record{rec})
+			r1, errs := p.Publish(ctx, "t", "sub:a", []Record{rec})
+			r2, errs2 := p.Publish(ctx, "t", "sub:a", []Record{rec})
 			if errs[0] != nil || errs2[0] != nil {
 				t.Fatal(errs[0], errs2[0])
 			}
@@ -221,25 +247,29 @@ func TestPublisherIdempotent(t *testing.T) {
 
 			// An owner that produced and died: its claim is held by nobody once its lease ends.
 			dead := newTestPublisher(kc, prod, store, func(c *Config) { c.Lease = 10 * time.Millisecond; c.Owner = "dead" })
-			key := storeKey("t", "order-2")
-			if e, err := store.Claim(ctx, key, dead.owner, 10*time.Millisecond, 1, kcEnd(kc, 1)); err != nil || e.State != Claimed {
+			key := storeKey("t", "sub:a", "order-2")
+			w := Record{Value: []byte("w"), IdemKey: "order-2"}
+			if e, err := store.Claim(ctx, key, dead.owner, 10*time.Millisecond, w.Digest("t"), 1, kcEnd(kc, 1)); err != nil || e.State != Claimed {
 				t.Fatal(e, err)
 			}
+			// Another publisher's record with the same key comes first: it is not this one.
+			kc.Produce("t", &kgo.Record{Partition: 1, Value: []byte("not w"), Headers: []kgo.RecordHeader{{Key: IdemHeader, Value: []byte("order-2")}}})
 			off := kc.Produce("t", &kgo.Record{Partition: 1, Value: []byte("w"), Headers: []kgo.RecordHeader{{Key: IdemHeader, Value: []byte("order-2")}}})
 			kc.Produce("t", &kgo.Record{Partition: 1, Value: []byte("other")})
 			time.Sleep(30 * time.Millisecond)
 			before := prod.produced()
-			r3, errs := p.Publish(ctx, "t", []Record{{Value: []byte("w"), IdemKey: "order-2"}})
+			r3, errs := p.Publish(ctx, "t", "sub:a", []Record{w})
 			if errs[0] != nil || !r3[0].Duplicate || r3[0].Partition != 1 || r3[0].Offset != off || prod.produced() != before {
 				t.Fatalf("after an owner died after producing: %+v, %v, %d produced; want its record at 1/%d, nothing produced", r3[0], errs[0], prod.produced()-before, off)
 			}
 
 			// An owner that died before producing.
-			if _, err := store.Claim(ctx, storeKey("t", "order-3"), dead.owner, 10*time.Millisecond, 2, kcEnd(kc, 2)); err != nil {
+			x := Record{Value: []byte("x"), IdemKey: "order-3"}
+			if _, err := store.Claim(ctx, storeKey("t", "sub:a", "order-3"), dead.owner, 10*time.Millisecond, x.Digest("t"), 2, kcEnd(kc, 2)); err != nil {
 				t.Fatal(err)
 			}
 			time.Sleep(30 * time.Millisecond)
-			r4, errs := p.Publish(ctx, "t", []Record{{Value: []byte("x"), IdemKey: "order-3"}})
+			r4, errs := p.Publish(ctx, "t", "sub:a", []Record{x})
 			if errs[0] != nil || r4[0].Duplicate || r4[0].Partition != 2 || prod.produced() != before+1 {
 				t.Fatalf("after an owner died before producing: %+v, %v; want one record produced to the claim's partition 2", r4[0], errs[0])
 			}
@@ -270,18 +300,18 @@ func TestPublisherBusy(t *testing.T) {
 	ctx := t.Context()
 	first := make(chan error, 1)
 	go func() {
-		_, errs := p.Publish(ctx, "t", []Record{{Value: []byte(strings.Repeat("a", 80)), IdemKey: "k"}})
+		_, errs := p.Publish(ctx, "t", "ip:1", []Record{{Value: []byte(strings.Repeat("a", 80)), IdemKey: "k"}})
 		first <- errs[0]
 	}()
 	waitFor(t, func() bool { return p.Pending() == 81 })
 	start := time.Now()
-	_, errs := p.Publish(ctx, "t", []Record{{Value: []byte(strings.Repeat("b", 40))}})
+	_, errs := p.Publish(ctx, "t", "ip:1", []Record{{Value: []byte(strings.Repeat("b", 40))}})
 	if !errors.Is(errs[0], ErrBusy) || time.Since(start) < 50*time.Millisecond {
 		t.Fatalf("a record past the bound: %v after %v, want ErrBusy after the queue wait", errs[0], time.Since(start))
 	}
 	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	defer cancel()
-	if _, errs := p.Publish(short, "t", []Record{{Value: []byte("c"), IdemKey: "k"}}); !errors.Is(errs[0], ErrInFlight) {
+	if _, errs := p.Publish(short, "t", "ip:1", []Record{{Value: []byte(strings.Repeat("a", 80)), IdemKey: "k"}}); !errors.Is(errs[0], ErrInFlight) {
 		t.Fatalf("a repeat of a key in flight: %v, want ErrInFlight", errs[0])
 	}
 	close(prod.block)

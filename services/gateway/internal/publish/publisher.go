@@ -3,7 +3,6 @@ package publish
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -43,8 +42,12 @@ type Config struct {
 	// long a record waits for room before it is refused (ErrBusy).
 	MaxPendingBytes int64
 	QueueWait       time.Duration
-	// Lease is how long a claim on an idempotency key is held: longer than a produce may take.
+	// Lease is how long a claim on an idempotency key is held without a word from its owner; the owner extends
+	// it every third of it while its produce is in flight.
 	Lease time.Duration
+	// MaxScan bounds the records one request reads looking for the record of a claim it took over; the next
+	// request goes on from where it stopped. Zero means 100000.
+	MaxScan int
 	// Owner names this process in its claims (made unique by Publisher).
 	Owner string
 	// KeysAnyPartition: keys are not placed by Kafka's default partitioner; a keyed record goes where the
@@ -71,7 +74,40 @@ var (
 	ErrNoPartitions = errors.New("publish: the topic's partitions are not known yet")
 	// ErrNoStore: an idempotency key came and no store keeps them.
 	ErrNoStore = errors.New("publish: idempotency keys are not kept by this gateway")
+	// ErrConflict: the idempotency key was used before for another record (a *ConflictError names it).
+	ErrConflict = errors.New("publish: the idempotency key was used for another record")
+	// ErrLooking: the record of an earlier attempt with the key is still being looked for (MaxScan); try again
+	// shortly, the look goes on from where it stopped.
+	ErrLooking = errors.New("publish: still looking for the record of an earlier attempt with this idempotency key; try again shortly")
+	// ErrEarlierFailed: an earlier record of the request for the same partition was not published, so this one
+	// was not produced either: producing it would put it before the earlier one once that is retried.
+	ErrEarlierFailed = errors.New("publish: not produced: an earlier record of this request for the same partition was not published; retry the request")
 )
+
+// ConflictError is an idempotency key used before, within the window and by the same publisher, for another
+// record: nothing is published, and the entry of the first record stays as it is.
+type ConflictError struct {
+	IdemKey string
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("publish: idempotency key %q was used for another record (its key, value or headers differ): nothing published; a new record needs a new key", e.IdemKey)
+}
+
+// Is makes a ConflictError ErrConflict.
+func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
+
+// OrderError is a record not produced because a later record of the same request and partition is already in
+// the partition (a retry of a request that was published in part): writing it now would put it after that one.
+type OrderError struct {
+	Partition int32
+	Later     int   // the index of the later record in the request
+	Offset    int64 // where the later record is
+}
+
+func (e *OrderError) Error() string {
+	return fmt.Sprintf("publish: not produced: record %d of this request, which comes after it, is already in partition %d at offset %d, and writing this one now would put it after that one", e.Later, e.Partition, e.Offset)
+}
 
 // Publisher publishes clients' records into Kafka.
 type Publisher struct {
@@ -94,6 +130,9 @@ func New(cfg Config) *Publisher {
 	if log == nil {
 		log = slog.Default()
 	}
+	if cfg.MaxScan <= 0 {
+		cfg.MaxScan = 100000
+	}
 	return &Publisher{cfg: cfg, owner: cfg.Owner + "-" + hex.EncodeToString(b[:]), log: log, room: make(chan struct{})}
 }
 
@@ -107,10 +146,21 @@ func (p *Publisher) Pending() int64 {
 	return p.pending
 }
 
-// Publish publishes recs into topic and returns each record's result or error, in order. The records are
-// given to Kafka in their order, so that the records of one partition keep it; the idempotency keys are
-// claimed first, one record after the other.
-func (p *Publisher) Publish(ctx context.Context, topic string, recs []Record) ([]Result, []error) {
+// Publish publishes recs into topic for publisher (who sent them: their idempotency keys are publisher's own)
+// and returns each record's result or error, in order.
+//
+// A partition never gets a request's records out of their order, on a first attempt or on a retry of the
+// request with the same idempotency keys (a batch that was published in part):
+//   - the keys are claimed one record after the other; once a record of a partition fails (a claim in flight
+//     elsewhere, the store), the later records of that partition are not produced (ErrEarlierFailed);
+//   - a record whose later record of the same partition is already in the log (the duplicate of a retry) is
+//     not produced (OrderError): it would land after that one;
+//   - the records are given to Kafka in their order, with the room under MaxPendingBytes taken for all of them
+//     at once so that nothing waits between two of them, and a record of a partition where an earlier one was
+//     answered with a failure is not given (ErrEarlierFailed). Records given while an earlier one of their
+//     partition is still buffered fail with it: the producer fails every record buffered behind a failed one
+//     in its partition (franz-go keeps a partition gapless).
+func (p *Publisher) Publish(ctx context.Context, topic, publisher string, recs []Record) ([]Result, []error) {
 	results := make([]Result, len(recs))
 	errs := make([]error, len(recs))
 	parts := p.cfg.Partitions(topic)
@@ -121,16 +171,21 @@ func (p *Publisher) Publish(ctx context.Context, topic string, recs []Record) ([
 		return results, errs
 	}
 	jobs := make([]*job, len(recs))
+	failed := map[int32]bool{} // partitions with a record that will not be published
 	for i, r := range recs {
-		jobs[i] = p.prepare(ctx, topic, r, parts)
-	}
-	var wg sync.WaitGroup
-	for _, j := range jobs {
-		if j.produce {
-			p.produce(ctx, topic, j, &wg)
+		j := &job{rec: r, partition: p.partition(topic, r, parts), produce: true, from: -1}
+		if failed[j.partition] {
+			j.err, j.produce = ErrEarlierFailed, false
+		} else {
+			p.prepare(ctx, topic, publisher, j)
 		}
+		if j.err != nil {
+			failed[j.partition] = true
+		}
+		jobs[i] = j
 	}
-	wg.Wait()
+	keepOrder(jobs)
+	p.produceAll(ctx, topic, jobs)
 	for i, j := range jobs {
 		results[i], errs[i] = p.finish(ctx, j)
 	}
@@ -142,45 +197,73 @@ type job struct {
 	rec       Record
 	key       string // the store's key; "" without an idempotency key
 	partition int32
-	claimed   bool // the caller holds the claim (and must complete or release it)
-	produce   bool // it is to be produced
+	claimed   bool  // the caller holds the claim (and must complete or release it)
+	produce   bool  // it is to be produced
+	from      int64 // where a look for the record stopped: the next look starts there; -1 none
 	res       Result
 	err       error
 }
 
-// prepare places the record and claims its idempotency key: a key published before answers its result, a
-// claim taken over is answered by the record its first owner produced, if it is there.
-func (p *Publisher) prepare(ctx context.Context, topic string, r Record, parts []int32) *job {
-	j := &job{rec: r, partition: p.partition(topic, r, parts), produce: true}
+// keepOrder refuses to produce a record when a later record of the same partition is in the log already (a
+// duplicate answered from the store or found there): see Publish.
+func keepOrder(jobs []*job) {
+	later := map[int32]int{} // partition: the index of the last record of it already in the log
+	for i := len(jobs) - 1; i >= 0; i-- {
+		j := jobs[i]
+		if !j.produce && j.err == nil {
+			if _, ok := later[j.partition]; !ok {
+				later[j.partition] = i
+			}
+			continue
+		}
+		if k, ok := later[j.partition]; ok && j.produce {
+			j.err, j.produce = &OrderError{Partition: j.partition, Later: k, Offset: jobs[k].res.Offset}, false
+		}
+	}
+}
+
+// prepare claims the job's idempotency key: a key published before answers its result, a claim taken over is
+// answered by the record its first owner produced, if it is there.
+func (p *Publisher) prepare(ctx context.Context, topic, publisher string, j *job) {
+	r := j.rec
 	if r.IdemKey == "" {
-		return j
+		return
 	}
 	if p.cfg.Store == nil {
 		j.err, j.produce = ErrNoStore, false
-		return j
+		return
 	}
-	j.key = storeKey(topic, r.IdemKey)
-	for {
-		e, err := p.cfg.Store.Claim(ctx, j.key, p.owner, p.cfg.Lease, j.partition, p.cfg.Start(topic, j.partition))
+	j.key = storeKey(topic, publisher, r.IdemKey)
+	digest := r.Digest(topic)
+	for waited := false; ; waited = true {
+		e, err := p.cfg.Store.Claim(ctx, j.key, p.owner, p.cfg.Lease, digest, j.partition, p.cfg.Start(topic, j.partition))
 		if err != nil {
 			j.err, j.produce = err, false
-			return j
+			if waited && ctx.Err() != nil {
+				j.err = ErrInFlight // the request ended while it waited for the claim's owner
+			}
+			return
 		}
 		switch e.State {
+		case Conflict:
+			j.err, j.produce = &ConflictError{IdemKey: r.IdemKey}, false
+			return
 		case Done:
+			j.partition = e.Partition
 			j.res, j.produce = Result{Partition: e.Partition, Offset: e.Offset, Time: e.Time, Duplicate: true}, false
-			return j
+			return
 		case Held:
 			select {
 			case <-ctx.Done():
 				j.err, j.produce = ErrInFlight, false
-				return j
+				return
 			case <-time.After(50 * time.Millisecond):
 			}
 			continue
 		case TakenOver:
 			j.claimed, j.partition = true, e.Partition
-			found, ok, err := p.find(ctx, topic, e.Partition, e.From, r.IdemKey)
+			found, ok, reached, err := p.find(ctx, topic, e.Partition, e.From, r.IdemKey, digest)
+			j.from = reached
 			switch {
 			case err != nil:
 				j.err, j.produce = err, false
@@ -188,10 +271,10 @@ func (p *Publisher) prepare(ctx context.Context, topic string, r Record, parts [
 				found.Duplicate = true
 				j.res, j.produce = found, false
 			}
-			return j
+			return
 		}
 		j.claimed = true
-		return j
+		return
 	}
 }
 
@@ -201,8 +284,9 @@ func (p *Publisher) finish(ctx context.Context, j *job) (Result, error) {
 		return j.res, j.err
 	}
 	if j.err != nil {
-		// The record may or may not be in the log: the next request for the key looks before it produces.
-		_ = p.cfg.Store.Release(context.WithoutCancel(ctx), j.key, p.owner)
+		// The record may or may not be in the log: the next request for the key looks before it produces,
+		// from where this one's look stopped.
+		_ = p.cfg.Store.Release(context.WithoutCancel(ctx), j.key, p.owner, j.from)
 		return j.res, j.err
 	}
 	return j.res, p.complete(ctx, j.key, j.res)
@@ -232,94 +316,4 @@ func (p *Publisher) partition(topic string, r Record, parts []int32) int32 {
 		return parts[kp.Partition(&kgo.Record{Key: r.Key}, len(parts))]
 	}
 	return parts[int(p.rr.Add(1))%len(parts)]
-}
-
-// produce waits for room and gives the job's record to Kafka; wg is done when Kafka answered.
-func (p *Publisher) produce(ctx context.Context, topic string, j *job, wg *sync.WaitGroup) {
-	size := int64(j.rec.Size())
-	if err := p.acquire(ctx, size); err != nil {
-		j.err = err
-		return
-	}
-	rec := &kgo.Record{Topic: topic, Partition: j.partition, Key: j.rec.Key, Value: j.rec.Value}
-	for _, h := range j.rec.Headers {
-		rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: h.Key, Value: h.Value})
-	}
-	if j.rec.IdemKey != "" {
-		rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: IdemHeader, Value: []byte(j.rec.IdemKey)})
-	}
-	wg.Add(1)
-	p.cfg.Producer.Produce(ctx, rec, func(got *kgo.Record, err error) {
-		defer wg.Done()
-		defer p.release(size)
-		if err != nil {
-			j.err = fmt.Errorf("publish: kafka: %w", err)
-			return
-		}
-		j.res = Result{Partition: got.Partition, Offset: got.Offset, Time: got.Timestamp}
-	})
-}
-
-// acquire waits until size more bytes fit under MaxPendingBytes (a record larger than the bound goes alone),
-// at most QueueWait.
-func (p *Publisher) acquire(ctx context.Context, size int64) error {
-	timer := time.NewTimer(p.cfg.QueueWait)
-	defer timer.Stop()
-	for {
-		p.mu.Lock()
-		if p.pending == 0 || p.pending+size <= p.cfg.MaxPendingBytes {
-			p.pending += size
-			p.mu.Unlock()
-			return nil
-		}
-		room := p.room
-		p.mu.Unlock()
-		select {
-		case <-room:
-		case <-timer.C:
-			return ErrBusy
-		case <-ctx.Done():
-			return ErrBusy
-		}
-	}
-}
-
-func (p *Publisher) release(size int64) {
-	p.mu.Lock()
-	p.pending -= size
-	close(p.room)
-	p.room = make(chan struct{})
-	p.mu.Unlock()
-}
-
-// find reads partition from offset from to its end for a record carrying the idempotency key.
-func (p *Publisher) find(ctx context.Context, topic string, partition int32, from int64, idemKey string) (Result, bool, error) {
-	off := from
-	for {
-		recs, next, err := p.cfg.Log.Fetch(ctx, topic, partition, off)
-		if err != nil {
-			var oor *replay.OutOfRangeError
-			if errors.As(err, &oor) {
-				return Result{}, false, fmt.Errorf("publish: looking for the record of a claim taken over: %w", err)
-			}
-			return Result{}, false, fmt.Errorf("publish: looking for the record of a claim taken over: kafka: %w", err)
-		}
-		for _, rec := range recs {
-			for _, h := range rec.Headers {
-				if h.Key == IdemHeader && string(h.Value) == idemKey {
-					return Result{Partition: partition, Offset: rec.Offset, Time: rec.Timestamp}, true, nil
-				}
-			}
-		}
-		if len(recs) == 0 && next == off {
-			return Result{}, false, nil
-		}
-		off = next
-	}
-}
-
-// storeKey is the store's key of an idempotency key of a topic: a hash, so that any key fits.
-func storeKey(topic, idemKey string) string {
-	h := sha256.Sum256([]byte(topic + "\x00" + idemKey))
-	return hex.EncodeToString(h[:])
 }
