@@ -144,3 +144,18 @@ func TestParseParamsExplain(t *testing.T) {
 		}
 	}
 }
+
+// TestParseParamsFilterRegex: a filter whose regex is too large, or is not a regex, is a 400 naming filter
+// that says why, before any stream starts.
+func TestParseParamsFilterRegex(t *testing.T) {
+	for expr, want := range map[string]string{
+		`key.matches("[a-z]{1,1000}")`: "regex program size 2001 exceeds limit of 1000",
+		`key.matches("(unclosed")`:     "invalid matches argument",
+	} {
+		_, err := ParseParams(url.Values{"filter": {expr}}, http.Header{}, 0)
+		var pe *ParamError
+		if !errors.As(err, &pe) || pe.Param != "filter" || !strings.Contains(err.Error(), want) {
+			t.Errorf("filter %q: %v, want a ParamError naming filter: %s", expr, err, want)
+		}
+	}
+}

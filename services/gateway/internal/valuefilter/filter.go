@@ -4,7 +4,8 @@
 //	value.amount > 100 && value.region == "eu"
 //
 // An expression is compiled once per distinct text (an LRU of them), must be at most MaxLength bytes, and
-// each evaluation is bounded by a cost limit. A record the expression cannot be evaluated on (a field it names
+// each evaluation is bounded by a cost limit. Its constant regexes are compiled with it, bounded in size
+// (regex.go), and a match counts in the cost limit by its regex's size. A record the expression cannot be evaluated on (a field it names
 // is missing, a value that is not JSON where it wants an object, the cost limit reached) does not match.
 package valuefilter
 
@@ -57,6 +58,8 @@ var (
 			cel.Variable("key", cel.StringType),
 			cel.Variable("type", cel.StringType),
 			cel.CrossTypeNumericComparisons(true),
+			cel.RegexProgramSizeLimit(MaxRegexSize),
+			cel.ASTValidators(cel.ValidateRegexLiterals()),
 		)
 	})
 	programs = newLRU[*Program](cached)
@@ -139,7 +142,12 @@ func Compile(expr string) (*Program, error) {
 	if t := ast.OutputType(); t != cel.BoolType && t != cel.DynType {
 		return nil, fmt.Errorf("%w: the expression is a %s, want a boolean", ErrInvalid, t)
 	}
-	prg, err := e.Program(ast, cel.CostLimit(CostLimit))
+	sizes, err := regexSizes(ast)
+	if err != nil {
+		return nil, err
+	}
+	// OptOptimize compiles each constant regex once, here, instead of at every evaluation.
+	prg, err := e.Program(ast, cel.CostLimit(CostLimit), cel.EvalOptions(cel.OptOptimize), regexCost(sizes))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
