@@ -33,14 +33,15 @@ const (
 // conflation is a conflated stream's held records.
 type conflation struct {
 	every    time.Duration
-	maxBytes int   // past this much held, it sends at once
+	maxBytes int   // past this much held (heldCost), it sends at once
 	live     bool  // a snapshot: tombstones are left out (the client never had their keys)
 	due      int64 // monotonic time of the next send; 0 while nothing is held
 	// sent is the client's position as of the frames it was sent: held frames' ids are built from it.
 	sent  position.Vector
 	held  []heldFrame
 	byKey map[heldKey]int // a key's latest record: its index in held
-	bytes int
+	dead  int             // entries of held superseded by a later record of their key
+	bytes int             // what held and byKey take, as heldCost counts it
 }
 
 type heldKey struct {
@@ -55,6 +56,13 @@ type heldFrame struct {
 	key       []byte
 	rest      []byte // nil once a later record of the key superseded it
 }
+
+// heldOverhead is what an entry of held costs besides its bytes: the heldFrame, and its key's map entry.
+const heldOverhead = 128
+
+// heldCost is what a held record of this key and frame takes: its entry, its frame, and its key twice (the
+// frame's copy and the map's).
+func heldCost(key, rest []byte) int { return heldOverhead + 2*len(key) + len(rest) }
 
 // conflating returns the stream's conflation, made on first use; nil when it is not conflated.
 func (c *conn) conflating() *conflation {
@@ -75,23 +83,54 @@ func (c *conn) seen(partition int32, offset int64) {
 }
 
 // hold keeps a record's frame (rest: after its id line) until the interval's end; a record of a key already
-// held replaces it there.
+// held replaces it there. The hold grows with the keys, not the records: a superseded entry stays in held
+// (the order of the others is the order they came, which their ids need) until superseded entries are half of
+// held, when held is compacted; so a million updates of one key hold a few entries, not a million.
 func (cf *conflation) hold(partition int32, offset int64, key, rest []byte, now int64) {
 	if len(cf.held) == 0 {
 		cf.due = now + int64(cf.every)
 	}
+	h := heldFrame{partition: partition, offset: offset, rest: append([]byte(nil), rest...)}
 	if len(key) > 0 { // the ring does not tell a null key from an empty one: both are sent, never conflated
+		// A copy: the key must not keep the ring's (or a replay's) memory of the record alive.
+		h.key = append([]byte(nil), key...)
 		k := heldKey{partition, string(key)}
 		if i, ok := cf.byKey[k]; ok {
-			cf.bytes -= len(cf.held[i].rest)
-			cf.held[i].rest = nil
+			old := &cf.held[i]
+			cf.bytes -= heldCost(old.key, old.rest) - heldOverhead // the entry stays until compacted
+			old.rest, old.key = nil, nil
+			cf.dead++
 		}
 		cf.byKey[k] = len(cf.held)
 	}
-	cf.held = append(cf.held, heldFrame{partition: partition, offset: offset, key: key, rest: append([]byte(nil), rest...)})
-	cf.bytes += len(rest)
+	cf.held = append(cf.held, h)
+	cf.bytes += heldCost(h.key, h.rest)
+	if cf.dead > 16 && 2*cf.dead >= len(cf.held) {
+		cf.compact()
+	}
 	if cf.bytes > cf.maxBytes {
 		cf.due = now // too much held: out at once
+	}
+}
+
+// compact drops the superseded entries of held, keeping the others in their order.
+func (cf *conflation) compact() {
+	n := 0
+	for _, h := range cf.held {
+		if h.rest == nil {
+			continue
+		}
+		if len(h.key) > 0 {
+			cf.byKey[heldKey{h.partition, string(h.key)}] = n
+		}
+		cf.held[n] = h
+		n++
+	}
+	clear(cf.held[n:])
+	cf.bytes -= (len(cf.held) - n) * heldOverhead
+	cf.held, cf.dead = cf.held[:n], 0
+	if cap(cf.held) > 64 && n < cap(cf.held)/4 {
+		cf.held = append([]heldFrame(nil), cf.held...) // a burst's array is not kept for what remains
 	}
 }
 
@@ -107,8 +146,11 @@ func (c *conn) flushDue(now int64) {
 	}
 	clear(cf.held)
 	cf.held = cf.held[:0]
+	if cap(cf.held) > 1024 {
+		cf.held = nil // a burst's array is not kept for the quiet intervals after it
+	}
 	clear(cf.byKey)
-	cf.bytes, cf.due = 0, 0
+	cf.bytes, cf.due, cf.dead = 0, 0, 0
 }
 
 // sendHeld appends to c.buf a frame that was held (unless a later record of its key superseded it, or it is a

@@ -211,6 +211,9 @@ func (m *mux) write(i int, spans [][]byte, timeout time.Duration) (int, error) {
 		m.translate(i, block)
 	}
 	m.pend[i] = m.pend[i][:copy(m.pend[i], rest)]
+	if cap(m.pend[i]) > slowFlushBytes && len(m.pend[i]) <= slowFlushBytes/4 {
+		m.pend[i] = append([]byte(nil), m.pend[i]...) // a snapshot's piece is not kept for the rest of the stream
+	}
 	k, err := m.flush(timeout)
 	if m.expired {
 		m.stop(ReasonTokenExpired) // whichever topic's stream ends first, the stream ended at the token's expiry

@@ -148,7 +148,7 @@ func NewServer(cfg Config) *Server {
 		s.tracer = noop.NewTracerProvider().Tracer("")
 	}
 	s.live = newLiveFirst(cfg.CatchUps)
-	s.snapshots = make(chan struct{}, cmp.Or(cfg.Snapshots, 2))
+	s.snapshots = make(chan struct{}, cmp.Or(cfg.Snapshots, DefaultSnapshots))
 	if cfg.Writers > 0 {
 		s.pool = newPool(s, cfg.Writers, cfg.Linger)
 	}

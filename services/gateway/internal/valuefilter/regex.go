@@ -25,12 +25,12 @@ const (
 	regexStepsPerCost = 100
 )
 
-// regexSizes returns the program size of each constant regex of a checked expression, or an error when one is
+// regexSizes returns the program size of each constant regex of a checked expression and their sum (a regex
+// used twice counts twice: each use is compiled), or an error when one is
 // too large (one over MaxRegexSize is refused by the environment's RegexProgramSizeLimit first) or all of them
 // together are.
-func regexSizes(checked *cel.Ast) (map[string]int, error) {
-	sizes := map[string]int{}
-	total := 0
+func regexSizes(checked *cel.Ast) (sizes map[string]int, total int, err error) {
+	sizes = map[string]int{}
 	root := ast.NavigateAST(checked.NativeRep())
 	for _, call := range ast.MatchDescendants(root, ast.FunctionMatcher(overloads.Matches)) {
 		c := call.AsCall()
@@ -47,15 +47,15 @@ func regexSizes(checked *cel.Ast) (map[string]int, error) {
 		}
 		n, err := types.RegexProgramSize(pattern)
 		if err != nil {
-			return nil, fmt.Errorf("%w: regex %q: %w", ErrInvalid, pattern, err)
+			return nil, 0, fmt.Errorf("%w: regex %q: %w", ErrInvalid, pattern, err)
 		}
 		sizes[pattern] = n
 		total += n
 	}
 	if total > MaxRegexTotal {
-		return nil, fmt.Errorf("%w: its regexes are %d regex instructions together, at most %d", ErrInvalid, total, MaxRegexTotal)
+		return nil, 0, fmt.Errorf("%w: its regexes are %d regex instructions together, at most %d", ErrInvalid, total, MaxRegexTotal)
 	}
-	return sizes, nil
+	return sizes, total, nil
 }
 
 // regexCost returns the options that count a match by what it can cost: the input's length times the size
