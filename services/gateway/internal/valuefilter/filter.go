@@ -54,7 +54,8 @@ var ErrInvalid = errors.New("valuefilter: invalid filter")
 type Program struct {
 	src  string
 	prg  cel.Program
-	cost int // programCost
+	cost int         // programCost
+	both [2]*Program // for one made by And: the two it needs, each with its own limits; prg is nil
 }
 
 // String returns the expression.
@@ -157,7 +158,9 @@ func Compile(expr string) (*Program, error) {
 	return p, nil
 }
 
-// And returns the program that matches what both a and b match (either may be nil: the other alone).
+// And returns the program that matches what both a and b match (either may be nil: the other alone). It is
+// not compiled again: each keeps its own limits (length, regexes, cost), so a token's filter of 1024 bytes
+// and a query's of 1024 make a valid program, which one expression of both would not be.
 func And(a, b *Program) (*Program, error) {
 	switch {
 	case a == nil:
@@ -165,12 +168,19 @@ func And(a, b *Program) (*Program, error) {
 	case b == nil:
 		return a, nil
 	}
-	return Compile("(" + a.src + ") && (" + b.src + ")")
+	return &Program{src: "(" + a.src + ") && (" + b.src + ")", both: [2]*Program{a, b}}, nil
 }
 
 // Match says whether the record matches: value its value (JSON, else taken as a string; nil for a
 // tombstone, which is null), key its key, typ its event type as a client sees it.
 func (p *Program) Match(value, key []byte, typ string) bool {
-	out, _, err := p.prg.Eval(&record{value: decode(value), key: key, typ: typ})
+	return p.match(&record{value: decode(value), key: key, typ: typ})
+}
+
+func (p *Program) match(r *record) bool {
+	if p.prg == nil {
+		return p.both[0].match(r) && p.both[1].match(r)
+	}
+	out, _, err := p.prg.Eval(r)
 	return err == nil && out == types.True
 }
