@@ -10,13 +10,16 @@ import (
 // regexFilter returns a filter of about 1 KB made of constant regexes over the key, each within the regex
 // size limit, that all match the key "tenant-7/order-42".
 func regexFilter() string {
-	var parts []string
+	expr := ""
 	for i := 0; ; i++ {
-		next := append(parts, fmt.Sprintf(`key.matches("^[a-z0-9-]{1,%d}/[a-z0-9-]{1,40}$")`, 30+i))
-		if len(strings.Join(next, " && ")) > MaxLength {
-			return strings.Join(parts, " && ")
+		next := fmt.Sprintf(`key.matches("^[a-z0-9-]{1,%d}/[a-z0-9-]{1,40}$")`, 30+i)
+		if expr != "" {
+			next = expr + " && " + next
 		}
-		parts = next
+		if len(next) > MaxLength {
+			return expr
+		}
+		expr = next
 	}
 }
 
@@ -59,8 +62,10 @@ func TestRegexRefused(t *testing.T) {
 	for _, tc := range []struct{ expr, says string }{
 		{`key.matches("[a-z]{1,1000}")`, "regex program size 2001 exceeds limit of 1000"},
 		{`matches(key, "[a-z]{1,1000}")`, "regex program size 2001 exceeds limit of 1000"},
-		{`key.matches("[a-z]{1,400}") && type.matches("[a-z]{1,400}") && key.matches("[0-9]{1,400}") && type.matches("[0-9]{1,400}") && key.matches("[a-f]{1,400}")`,
-			"4005 regex instructions together, at most 4000"},
+		{
+			`key.matches("[a-z]{1,400}") && type.matches("[a-z]{1,400}") && key.matches("[0-9]{1,400}") && type.matches("[0-9]{1,400}") && key.matches("[a-f]{1,400}")`,
+			"4005 regex instructions together, at most 4000",
+		},
 		{`key.matches("(unclosed")`, "invalid matches argument"},
 	} {
 		_, err := Compile(tc.expr)
