@@ -47,6 +47,9 @@ func snapshotLimit() int {
 	return SnapshotMaxBytes
 }
 
+// OpenedEvent is the event type of the frame that repeats the opening block's id (Params.Opened).
+const OpenedEvent = "opened"
+
 // LiveEvent is the event type of the frame that ends a snapshot.
 const LiveEvent = "live"
 

@@ -3,7 +3,8 @@
 // page needs beyond it:
 //
 //   - the position survives a reload: the last id is kept in sessionStorage and sent as last_event_id when
-//     the page opens the stream again (an EventSource sends Last-Event-ID only on its own reconnects);
+//     the page opens the stream again (an EventSource sends Last-Event-ID only on its own reconnects), the
+//     opening id too (the stream is opened with opened=1, which repeats it as an "opened" event);
 //   - values: data starting "base64:" is decoded to bytes, other data is the value as text;
 //   - the gateway's own events as callbacks: resync (the stream skipped offsets, with why), token-expiring
 //     (renew the token now) and token-expired (the stream ended; it is opened again with the renewed token).
@@ -127,7 +128,7 @@ export function defaultStorageKey(url) {
 }
 
 // The gateway's own event types; every other type (message, delete, a record's own type) is a record.
-const ownEvents = new Set(["resync", "resumed", "token-expiring", "token-expired", "live"]);
+const ownEvents = new Set(["resync", "resumed", "token-expiring", "token-expired", "live", "opened"]);
 
 // connect opens the stream at url (an absolute or page-relative URL of /streams/{topic}, or of a stream of
 // several topics, /streams/orders,payments, with any query parameters: key=, event=, from=, ...) and returns
@@ -223,6 +224,9 @@ export function connect(url, opts = {}) {
     if (id !== null) {
       u.searchParams.set("last_event_id", id);
     }
+    // The stream's opening id comes in an id-only block, which an EventSource never hands the page: opened=1
+    // has the gateway repeat it as an "opened" event, so a reload before the first record resumes from it.
+    u.searchParams.set("opened", "1");
     es = new EventSource(u, { withCredentials: opts.withCredentials ?? true });
     es.onopen = () => opts.onOpen?.();
     es.onerror = () => opts.onError?.({ closed: es.readyState === EventSource.CLOSED });

@@ -51,6 +51,21 @@ const checks = {
     assert.equal(parseTopicsID("v1:constructor~0-1,constructor~0-2"), null, "a topic twice, first");
   },
 
+  // The opening id, which the gateway repeats as an "opened" event when asked (opened=1), is the position: a
+  // reload before the first record resumes from it. It is not a record.
+  openingStored() {
+    const records = [];
+    const s = connect("https://gw.example/streams/prices?from=latest", { onRecord: (r) => records.push(r) });
+    const src = FakeSource.opened.at(-1);
+    assert.equal(src.url.searchParams.get("opened"), "1", "the stream was not opened with opened=1");
+    src.record("v1:0-41.1-9", '{"id":"v1:0-41.1-9"}', "opened");
+    assert.equal(s.id, "v1:0-41.1-9");
+    s.close();
+    assert.deepEqual(records, [], "the opened event was handed over as a record");
+    connect("https://gw.example/streams/prices?from=latest").close();
+    assert.equal(FakeSource.opened.at(-1).url.searchParams.get("last_event_id"), "v1:0-41.1-9", "a reload before the first record did not resume from the opening id");
+  },
+
   // Two streams of one path with other parameters keep their own positions; the position in the URL is not
   // part of the key.
   storageKeyHasQuery() {
