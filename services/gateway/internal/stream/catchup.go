@@ -301,6 +301,8 @@ func (c *conn) flushBuf() error {
 	}
 	err := c.write([][]byte{c.buf})
 	c.buf = c.buf[:0]
-	c.releaseBuf()
+	if cap(c.buf) > c.keptBufBytes() {
+		c.buf = nil // a snapshot's or a burst's buffer is not kept (releaseBuf drops the rest on the fast path)
+	}
 	return err
 }
