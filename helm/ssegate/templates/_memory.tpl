@@ -44,12 +44,12 @@ ssegate.indexMemory: bytes the topics' key indexes (topicSnapshotIndex) may hold
 
 {{/*
 ssegate.boundedMemory: bytes the gateway's own bounded holds take besides the settings above, fixed in its
-code: the filter caches (compiled filter programs 32MiB, decoded values 32MiB, by estimate) and the
+code: the filter caches (compiled filter programs 32MiB, decoded values 32MiB, by estimate), the
 from=snapshot streams built at once (2, each up to 3 x 16MiB: its held frames, and the buffer they go out
-through). The chart tests check these against the code.
+through) and what the conflated streams hold together (32MiB). The chart tests check these against the code.
 */}}
 {{- define "ssegate.boundedMemory" -}}
-{{- add (mul 64 1048576) (mul 2 3 16 1048576) -}}
+{{- add (mul 64 1048576) (mul 2 3 16 1048576) (mul 32 1048576) -}}
 {{- end -}}
 
 {{/*
@@ -58,7 +58,7 @@ that GOMEMLIMIT (goMemLimitPercent of it) covers the rings, the key indexes (top
 also sets the gateway's replay-cache-bytes), the unfinished writes to slow clients (pendingWriteBytes, the
 gateway's pending-write-bytes), the published records Kafka has not acknowledged yet (publish.pendingBytes, the
 gateway's publish-pending-bytes, 16MiB when empty; only with publish.topics), the gateway's bounded holds
-(ssegate.boundedMemory: filter caches, snapshots being built), the connections and the base,
+(ssegate.boundedMemory: filter caches, snapshots being built, conflated streams), the connections and the base,
 rounded up to a MiB. A connection costs connectionKiB, or unpooledConnectionKiB when the pods speak TLS or h2c:
 TLS connections and HTTP/2 streams are served by a goroutine each, outside the writer pool that makes a plain
 HTTP/1.1 connection cheap. WebSocket streams are too, on any port: websocketPercent of the connections cost

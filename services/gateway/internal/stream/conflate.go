@@ -2,6 +2,7 @@ package stream
 
 import (
 	"bytes"
+	"sync/atomic"
 	"time"
 
 	"github.com/ssegate/ssegate/pkg/position"
@@ -28,6 +29,9 @@ const (
 	MinConflate  = 10 * time.Millisecond
 	MaxConflate  = time.Minute
 	maxHeldBytes = 1 << 20
+	// ConflatedBytes bounds what all the conflated streams of a pod hold together: past it, a stream that
+	// holds anything sends it at once, as past its own maxHeldBytes. The chart counts it in a pod's memory.
+	ConflatedBytes = 32 << 20
 )
 
 // conflation is a conflated stream's held records.
@@ -42,6 +46,28 @@ type conflation struct {
 	byKey map[heldKey]int // a key's latest record: its index in held
 	dead  int             // entries of held superseded by a later record of their key
 	bytes int             // what held and byKey take, as heldCost counts it
+	// pod, for a conflated stream (not a snapshot, which Config.Snapshots bounds), counts bytes in the pod's
+	// total (Server.conflated), bounded by podMax.
+	pod    *atomic.Int64
+	podMax int64
+}
+
+// addBytes counts n more bytes held (n < 0: fewer), in the pod's total too.
+func (cf *conflation) addBytes(n int) {
+	cf.bytes += n
+	if cf.pod != nil {
+		cf.pod.Add(int64(n))
+	}
+}
+
+// release gives back to the pod's total what cf holds (its stream ended, or sent it).
+func (cf *conflation) release() {
+	cf.addBytes(-cf.bytes)
+}
+
+// over says cf must send what it holds now: past its own bound, or the pod's.
+func (cf *conflation) over() bool {
+	return cf.bytes > cf.maxBytes || (cf.pod != nil && cf.pod.Load() > cf.podMax)
 }
 
 type heldKey struct {
@@ -67,7 +93,10 @@ func heldCost(key, rest []byte) int { return heldOverhead + 2*len(key) + len(res
 // conflating returns the stream's conflation, made on first use; nil when it is not conflated.
 func (c *conn) conflating() *conflation {
 	if c.cf == nil && c.p.Conflate > 0 { // else the one made already (a snapshot's too), or none
-		c.cf = &conflation{every: c.p.Conflate, maxBytes: maxHeldBytes, byKey: map[heldKey]int{}}
+		c.cf = &conflation{
+			every: c.p.Conflate, maxBytes: maxHeldBytes, byKey: map[heldKey]int{},
+			pod: &c.s.conflated, podMax: ConflatedBytes,
+		}
 	}
 	return c.cf
 }
@@ -97,18 +126,18 @@ func (cf *conflation) hold(partition int32, offset int64, key, rest []byte, now 
 		k := heldKey{partition, string(key)}
 		if i, ok := cf.byKey[k]; ok {
 			old := &cf.held[i]
-			cf.bytes -= heldCost(old.key, old.rest) - heldOverhead // the entry stays until compacted
+			cf.addBytes(heldOverhead - heldCost(old.key, old.rest)) // the entry stays until compacted
 			old.rest, old.key = nil, nil
 			cf.dead++
 		}
 		cf.byKey[k] = len(cf.held)
 	}
 	cf.held = append(cf.held, h)
-	cf.bytes += heldCost(h.key, h.rest)
+	cf.addBytes(heldCost(h.key, h.rest))
 	if cf.dead > 16 && 2*cf.dead >= len(cf.held) {
 		cf.compact()
 	}
-	if cf.bytes > cf.maxBytes {
+	if cf.over() {
 		cf.due = now // too much held: out at once
 	}
 }
@@ -127,7 +156,7 @@ func (cf *conflation) compact() {
 		n++
 	}
 	clear(cf.held[n:])
-	cf.bytes -= (len(cf.held) - n) * heldOverhead
+	cf.addBytes(-(len(cf.held) - n) * heldOverhead)
 	cf.held, cf.dead = cf.held[:n], 0
 	if cap(cf.held) > 64 && n < cap(cf.held)/4 {
 		cf.held = append([]heldFrame(nil), cf.held...) // a burst's array is not kept for what remains
@@ -150,7 +179,8 @@ func (c *conn) flushDue(now int64) {
 		cf.held = nil // a burst's array is not kept for the quiet intervals after it
 	}
 	clear(cf.byKey)
-	cf.bytes, cf.due, cf.dead = 0, 0, 0
+	cf.release()
+	cf.due, cf.dead = 0, 0
 }
 
 // sendHeld appends to c.buf a frame that was held (unless a later record of its key superseded it, or it is a

@@ -74,3 +74,46 @@ func (cf *conflation) liveHeld() []heldFrame {
 	}
 	return out
 }
+
+// TestConflatedPodBound: what all the conflated streams of a pod hold is bounded together (ConflatedBytes):
+// past it, a stream that holds anything sends at once, however little it holds itself; a stream that sent
+// what it held, or ended without sending it, no longer counts it.
+func TestConflatedPodBound(t *testing.T) {
+	s := NewServer(Config{})
+	rest := []byte("data: " + string(make([]byte, 1000)) + "\n\n")
+	streams := make([]*conn, 40)
+	for i := range streams {
+		streams[i] = &conn{s: s, p: kept{Conflate: MaxConflate}, stats: &Stats{}}
+	}
+	// Each of the 40 holds 1,000 keys of 1 KB once (within its own 1 MiB bound): 40 MB together.
+	for i, c := range streams {
+		cf := c.conflating()
+		for k := range 900 {
+			cf.hold(0, int64(k), fmt.Appendf(nil, "k%d", k), rest, 1)
+		}
+		if over := s.conflated.Load() > ConflatedBytes; (cf.due == 1) != over {
+			t.Fatalf("stream %d: pod holds %d bytes (bound %d), but due %d", i, s.conflated.Load(), ConflatedBytes, cf.due)
+		}
+	}
+	if s.conflated.Load() <= ConflatedBytes {
+		t.Fatalf("the pod holds %d bytes: the test did not pass the bound", s.conflated.Load())
+	}
+	want := int64(0)
+	for _, c := range streams {
+		want += int64(c.cf.bytes)
+	}
+	if got := s.conflated.Load(); got != want {
+		t.Fatalf("the pod counts %d bytes, its streams hold %d", got, want)
+	}
+	// Half send what they hold, half end without sending it: nothing is counted any more.
+	for i, c := range streams {
+		if i%2 == 0 {
+			c.flushDue(0)
+		} else {
+			c.end(ReasonClientGone)
+		}
+	}
+	if got := s.conflated.Load(); got != 0 {
+		t.Errorf("after every stream sent or ended, the pod counts %d bytes held", got)
+	}
+}
