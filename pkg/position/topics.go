@@ -182,6 +182,21 @@ func AppendTopicPositions(dst []byte, tps []TopicPosition) []byte {
 	return AppendTopics(dst, names, ids, first)
 }
 
+// MaxEntryLen is the longest entry of a v1 id, with its "." separator: a partition of up to 10 digits, "-",
+// and an offset of up to 19.
+const MaxEntryLen = 10 + 1 + 19 + 1
+
+// TopicsLenBound returns the longest v1 several-topic id that topics of these names, with these partition
+// counts, can have: each topic's name, its separators and MaxEntryLen per partition. A stream whose bound is
+// over MaxLen could write an id ParseTopics refuses, so its resume would fail.
+func TopicsLenBound(names []string, partitions []int) int {
+	n := len(Prefix)
+	for i, name := range names {
+		n += len(name) + 2 + partitions[i]*MaxEntryLen
+	}
+	return n
+}
+
 func isCompactBytes(id []byte) bool {
 	return len(id) >= len(PrefixCompact) && string(id[:len(PrefixCompact)]) == PrefixCompact
 }

@@ -3,6 +3,7 @@ package position
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 )
@@ -102,4 +103,29 @@ func FuzzParseTopics(f *testing.F) {
 			t.Fatalf("ParseTopics(%q) then AppendTopicPositions = %q", id, back)
 		}
 	})
+}
+
+// TestTopicsLenBound: the bound is the length of the longest id such topics can have, and an id over
+// MaxLen, which topics of enough partitions make, is one ParseTopics refuses.
+func TestTopicsLenBound(t *testing.T) {
+	for _, tc := range []struct {
+		names []string
+		parts []int
+	}{{[]string{"a", "orders"}, []int{1, 3}}, {[]string{"payments", "x.y_z-1"}, []int{600, 600}}} {
+		ids := make([][]byte, len(tc.names))
+		for i, n := range tc.parts {
+			var v Vector
+			for p := range n {
+				v.Set(int32(1_000_000_000+p), math.MaxInt64)
+			}
+			ids[i], _ = v.AppendText(nil)
+		}
+		id := AppendTopics(nil, tc.names, ids, -1)
+		if bound := TopicsLenBound(tc.names, tc.parts); len(id) > bound || bound > len(id)+len(tc.names)+1 {
+			t.Errorf("%v of %v partitions: longest id %d bytes, bound %d", tc.names, tc.parts, len(id), bound)
+		}
+		if _, err := ParseTopics(string(id)); (err == nil) != (len(id) <= MaxLen) {
+			t.Errorf("an id of %d bytes: %v", len(id), err)
+		}
+	}
 }

@@ -43,11 +43,22 @@ ssegate.indexMemory: bytes the topics' key indexes (topicSnapshotIndex) may hold
 {{- end -}}
 
 {{/*
+ssegate.boundedMemory: bytes the gateway's own bounded holds take besides the settings above, fixed in its
+code: the filter caches (compiled filter programs 32MiB, decoded values 32MiB, by estimate), the
+from=snapshot streams built at once (2, each up to 3 x 16MiB: its held frames, and the buffer they go out
+through) and what the conflated streams hold together (32MiB). The chart tests check these against the code.
+*/}}
+{{- define "ssegate.boundedMemory" -}}
+{{- add (mul 64 1048576) (mul 2 3 16 1048576) (mul 32 1048576) -}}
+{{- end -}}
+
+{{/*
 ssegate.memoryLimit: the gateway container's memory limit in bytes: the one in resources, else derived so
 that GOMEMLIMIT (goMemLimitPercent of it) covers the rings, the key indexes (topicSnapshotIndex), the replay block cache (replayCacheBytes, which
 also sets the gateway's replay-cache-bytes), the unfinished writes to slow clients (pendingWriteBytes, the
 gateway's pending-write-bytes), the published records Kafka has not acknowledged yet (publish.pendingBytes, the
-gateway's publish-pending-bytes, 16MiB when empty; only with publish.topics), the connections and the base,
+gateway's publish-pending-bytes, 16MiB when empty; only with publish.topics), the gateway's bounded holds
+(ssegate.boundedMemory: filter caches, snapshots being built, conflated streams), the connections and the base,
 rounded up to a MiB. A connection costs connectionKiB, or unpooledConnectionKiB when the pods speak TLS or h2c:
 TLS connections and HTTP/2 streams are served by a goroutine each, outside the writer pool that makes a plain
 HTTP/1.1 connection cheap. WebSocket streams are too, on any port: websocketPercent of the connections cost
@@ -72,7 +83,7 @@ counted (docs/kubernetes.md).
 {{- $connBytes := mul (add (mul (sub $m.connections $ws) $connKiB) (mul $ws $wsKiB)) 1024 -}}
 {{- $publish := 0 -}}
 {{- if $g.publish.topics }}{{ $publish = include "ssegate.bytes" (default "16MiB" $g.publish.pendingBytes) }}{{ end -}}
-{{- $need := add (include "ssegate.ringMemory" .) (include "ssegate.indexMemory" .) (include "ssegate.bytes" $g.replayCacheBytes) (include "ssegate.bytes" $g.pendingWriteBytes) $publish $connBytes (mul $m.baseMiB 1048576) -}}
+{{- $need := add (include "ssegate.ringMemory" .) (include "ssegate.indexMemory" .) (include "ssegate.bytes" $g.replayCacheBytes) (include "ssegate.bytes" $g.pendingWriteBytes) $publish (include "ssegate.boundedMemory" .) $connBytes (mul $m.baseMiB 1048576) -}}
 {{- $limit := div (add (mul $need 100) (sub $m.goMemLimitPercent 1)) $m.goMemLimitPercent -}}
 {{- mul (div (add $limit 1048575) 1048576) 1048576 -}}
 {{- end -}}

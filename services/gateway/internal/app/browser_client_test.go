@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,7 +19,9 @@ import (
 
 // clientPage is a page of another origin that uses the client module the gateway serves (/ssegate.js), as an
 // application would: it imports it from the gateway and keeps an account of what connect hands it.
-var clientPage = template.Must(template.New("client").Parse(`<!doctype html>
+var clientPage = template.Must(template.New("client").Parse(clientPageText))
+
+const clientPageText = `<!doctype html>
 <html><head><meta charset="utf-8"><title>client</title></head><body>
 <script type="module">
 import { connect } from "{{.Gateway}}/ssegate.js";
@@ -40,7 +43,7 @@ connect("{{.Stream}}", {
   onTokenExpired: () => { seen.expired++; },
   renewToken: async () => { if ((await fetch("/refresh", { method: "POST" })).ok) seen.refreshed++; },
 });
-</script></body></html>`))
+</script></body></html>`
 
 // clientReport is what the page saw, before and after its reload.
 type clientReport struct {
@@ -126,11 +129,17 @@ func TestBrowserClientTopics(t *testing.T) {
 // ones before the reload first.
 func reloadedPage(t *testing.T, topics []string, path string, n, reloadAt int, record func(int) *kgo.Record, cl *kgo.Client) []clientEvent {
 	t.Helper()
+	return reloadedPageOf(t, clientPage, topics, path, n, reloadAt, record, cl)
+}
+
+// reloadedPageOf is reloadedPage with another page.
+func reloadedPageOf(t *testing.T, page *template.Template, topics []string, path string, n, reloadAt int, record func(int) *kgo.Record, cl *kgo.Client) []clientEvent {
+	t.Helper()
 	var g *gateway
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		_ = clientPage.Execute(w, map[string]string{"Gateway": g.url, "Stream": g.url + path})
+		_ = page.Execute(w, map[string]string{"Gateway": g.url, "Stream": g.url + path})
 	})
 	app := httptest.NewServer(mux)
 	t.Cleanup(app.Close)
@@ -295,5 +304,37 @@ func TestBrowserClientForgedEvents(t *testing.T) {
 	}
 	if !slices.Equal(got, []string{"message after-1", "message after-2"}) {
 		t.Errorf("records %q, want the two after the forged ones, once each", got)
+	}
+}
+
+// openedPage is clientPage that says it is open only once the module has stored the stream's position: with
+// the opening id that is before any record.
+var (
+	openedPageText = strings.Replace(clientPageText, `onOpen: () => { seen.opens++; },`,
+		`onOpen: () => { const stored = () => Object.keys(sessionStorage).some((k) => k.startsWith("ssegate:"));
+    const tick = () => (stored() ? seen.opens++ : setTimeout(tick, 10)); tick(); },`, 1)
+	openedPage = template.Must(template.New("opened").Parse(openedPageText))
+)
+
+// TestBrowserClientOpeningID: in Chromium, the module keeps the stream's opening id (the gateway repeats it as
+// an "opened" event, which an EventSource hands the page, where it never hands it an id-only block's): the
+// page is reloaded before its first record, while records are produced, and resumes from the opening id: it
+// gets every record produced since it first opened, none lost in the reload. Without the opening id it would
+// start over from the latest record (and this page would never say it is open).
+func TestBrowserClientOpeningID(t *testing.T) {
+	browserTools(t)
+	if openedPageText == clientPageText {
+		t.Fatal("openedPage is clientPage: its onOpen was not replaced")
+	}
+	topic := kafkatest.NewTopic(t, 1, nil)
+	cl := kafkatest.Client(t, kgo.DefaultProduceTopic(topic))
+	const n = 20
+	events := reloadedPageOf(t, openedPage, []string{topic}, "/streams/"+topic, n, 0, func(i int) *kgo.Record {
+		return &kgo.Record{Value: fmt.Appendf(nil, "record-%d", i)}
+	}, cl)
+	for i, ev := range events {
+		if ev.Text == nil || *ev.Text != fmt.Sprintf("record-%d", i) {
+			t.Fatalf("record %d: %+v (text %v), want record-%d", i, ev, ev.Text, i)
+		}
 	}
 }

@@ -6,6 +6,9 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+
+	"github.com/ssegate/ssegate/services/gateway/internal/stream"
+	"github.com/ssegate/ssegate/services/gateway/internal/valuefilter"
 )
 
 // TestChartMemory: the gateway container's memory limit and GOMEMLIMIT follow from the ring settings, the
@@ -19,7 +22,11 @@ func TestChartMemory(t *testing.T) {
 	const Ki, Mi, Gi = int64(1) << 10, int64(1) << 20, int64(1) << 30
 	// derived is the arithmetic of the chart: GOMEMLIMIT (percent of the limit) covers rings + replay cache +
 	// unfinished writes + connections x KiB + base; the limit is rounded up to a MiB.
+	// bounded is what the gateway's own bounded holds take, as its code bounds them: the filter caches, the
+	// snapshots built at once (the pod's default) and the conflated streams together.
+	bounded := int64(valuefilter.CacheBytes + stream.SnapshotsMemory(0) + stream.ConflatedBytes)
 	limitOf := func(need, pct int64) int64 {
+		need += bounded
 		limit := (need*100 + pct - 1) / pct
 		return (limit + Mi - 1) / Mi * Mi
 	}
@@ -41,19 +48,19 @@ func TestChartMemory(t *testing.T) {
 		{
 			"defaults: one topic of 64MiB",
 			map[string]any{"topics": []any{"t"}},
-			derived(64*Mi, 32*Mi, 32*Mi, 10000, 4, 128, 90), "328Mi",
+			derived(64*Mi, 32*Mi, 32*Mi, 10000, 4, 128, 90), "542Mi",
 			[]string{`ring-bytes: "64MiB"`, `replay-cache-bytes: "32MiB"`, `pending-write-bytes: "32MiB"`},
 		},
 		{
 			"the replay cache's bytes: the setting and the limit",
 			map[string]any{"topics": []any{"t"}, "replayCacheBytes": "256MiB"},
-			derived(64*Mi, 256*Mi, 32*Mi, 10000, 4, 128, 90), "577Mi",
+			derived(64*Mi, 256*Mi, 32*Mi, 10000, 4, 128, 90), "791Mi",
 			[]string{`replay-cache-bytes: "256MiB"`},
 		},
 		{
 			"the unfinished writes' bytes: the setting and the limit",
 			map[string]any{"topics": []any{"t"}, "pendingWriteBytes": "256MiB"},
-			derived(64*Mi, 32*Mi, 256*Mi, 10000, 4, 128, 90), "577Mi",
+			derived(64*Mi, 32*Mi, 256*Mi, 10000, 4, 128, 90), "791Mi",
 			[]string{`pending-write-bytes: "256MiB"`},
 		},
 		{
@@ -101,12 +108,12 @@ func TestChartMemory(t *testing.T) {
 		{
 			"TLS: connections outside the writer pool",
 			map[string]any{"topics": []any{"t"}, "tls": map[string]any{"secretName": "gateway-tls"}},
-			derived(64*Mi, 32*Mi, 32*Mi, 10000, 36, 128, 90), "676Mi", nil,
+			derived(64*Mi, 32*Mi, 32*Mi, 10000, 36, 128, 90), "889Mi", nil,
 		},
 		{
 			"h2c: HTTP/2 streams outside the writer pool",
 			map[string]any{"topics": []any{"t"}, "h2c": true},
-			derived(64*Mi, 32*Mi, 32*Mi, 10000, 36, 128, 90), "676Mi", nil,
+			derived(64*Mi, 32*Mi, 32*Mi, 10000, 36, 128, 90), "889Mi", nil,
 		},
 		{
 			"TLS with a cost per connection of its own",
@@ -119,24 +126,24 @@ func TestChartMemory(t *testing.T) {
 		{
 			"publishing: publish-pending-bytes' default of 16MiB",
 			map[string]any{"topics": []any{"t"}, "publish": map[string]any{"topics": []any{"t"}}},
-			derivedWith(64*Mi, 32*Mi, 32*Mi, 16*Mi, 10000, 4, 0, 0, 128, 90), "346Mi",
+			derivedWith(64*Mi, 32*Mi, 32*Mi, 16*Mi, 10000, 4, 0, 0, 128, 90), "559Mi",
 			[]string{`publish-topics: ["t"]`},
 		},
 		{
 			"publishing: its pending bytes, the setting and the limit",
 			map[string]any{"topics": []any{"t"}, "publish": map[string]any{"topics": []any{"t"}, "pendingBytes": "256MiB"}},
-			derivedWith(64*Mi, 32*Mi, 32*Mi, 256*Mi, 10000, 4, 0, 0, 128, 90), "613Mi",
+			derivedWith(64*Mi, 32*Mi, 32*Mi, 256*Mi, 10000, 4, 0, 0, 128, 90), "826Mi",
 			[]string{`publish-pending-bytes: "256MiB"`},
 		},
 		{
 			"publish pending bytes without a topic open: publishing is off, nothing counted",
 			map[string]any{"topics": []any{"t"}, "publish": map[string]any{"pendingBytes": "256MiB"}},
-			derived(64*Mi, 32*Mi, 32*Mi, 10000, 4, 128, 90), "328Mi", nil,
+			derived(64*Mi, 32*Mi, 32*Mi, 10000, 4, 128, 90), "542Mi", nil,
 		},
 		{
 			"WebSocket streams: their share at unpooledConnectionKiB",
 			map[string]any{"topics": []any{"t"}, "memory": map[string]any{"websocketPercent": 25, "goMemLimitPercent": 90}},
-			derivedWith(64*Mi, 32*Mi, 32*Mi, 0, 10000, 4, 2500, 36, 128, 90), "415Mi", nil,
+			derivedWith(64*Mi, 32*Mi, 32*Mi, 0, 10000, 4, 2500, 36, 128, 90), "628Mi", nil,
 		},
 		{
 			"WebSocket streams with compression: a compressor each",
@@ -150,7 +157,7 @@ func TestChartMemory(t *testing.T) {
 		{
 			"compression without a WebSocket share counts nothing",
 			map[string]any{"topics": []any{"t"}, "websocket": map[string]any{"compression": true}},
-			derived(64*Mi, 32*Mi, 32*Mi, 10000, 4, 128, 90), "328Mi", nil,
+			derived(64*Mi, 32*Mi, 32*Mi, 10000, 4, 128, 90), "542Mi", nil,
 		},
 		{
 			"WebSocket streams with TLS: every connection is unpooled already",
@@ -158,7 +165,7 @@ func TestChartMemory(t *testing.T) {
 				"topics": []any{"t"}, "tls": map[string]any{"secretName": "gateway-tls"},
 				"memory": map[string]any{"websocketPercent": 50, "goMemLimitPercent": 90},
 			},
-			derived(64*Mi, 32*Mi, 32*Mi, 10000, 36, 128, 90), "676Mi", nil,
+			derived(64*Mi, 32*Mi, 32*Mi, 10000, 36, 128, 90), "889Mi", nil,
 		},
 		{
 			"publishing and WebSockets together, with their own costs",

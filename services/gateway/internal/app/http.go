@@ -157,11 +157,17 @@ func (a *App) streamRequest(c *gin.Context) (streamReq, bool) {
 		abort(c, err)
 		return streamReq{}, false
 	}
-	for _, name := range names {
+	ts := make([]*stream.Topic, len(names))
+	for i, name := range names {
 		if a.feed.Topic(name) == nil {
 			abort(c, errNotFound("topic "+name+" is not served by this gateway"))
 			return streamReq{}, false
 		}
+		ts[i] = a.streamTopics[name]
+	}
+	if err := stream.CheckTopicsID(ts); err != nil {
+		abort(c, err)
+		return streamReq{}, false
 	}
 	grants := make([]grant, len(names))
 	subject := ""

@@ -14,6 +14,7 @@ func sseChannel(t Topic, k string) obj {
 			"delete":         ref("components", "messages", "delete"),
 			"resync":         ref("components", "messages", "resync"),
 			"live":           ref("components", "messages", "live"),
+			"opened":         ref("components", "messages", "opened"),
 			"resumed":        ref("components", "messages", "resumed"),
 			"token-expiring": ref("components", "messages", "token-expiring"),
 			"token-expired":  ref("components", "messages", "token-expired"),
@@ -126,6 +127,7 @@ func commonMessages() obj {
 		},
 		"resync":         control("resync", "The stream cannot deliver everything after the position: why, and where each partition resumes.", "ssegate.Resync"),
 		"live":           control("live", "A from=snapshot stream has sent the latest record of every key; every record follows.", "ssegate.Live"),
+		"opened":         control("opened", "With opened=1: the opening block's id again, as an event a page is handed (an EventSource keeps an id-only block's id to itself).", "ssegate.Live"),
 		"resumed":        control("resumed", "With explain=1: where a resumed stream's missed records come from.", "ssegate.Resumed"),
 		"token-expiring": control("token-expiring", "The stream's token expires soon (auth-expiry-notice before): renew it.", "ssegate.TokenExpiring"),
 		"token-expired":  control("token-expired", "The stream's token expired: the stream ends after this event; reconnect with a new token.", "ssegate.TokenExpired"),
@@ -160,6 +162,7 @@ func queryParams() obj {
 		"conflate":      str("Within each interval (10ms to 1m) only the latest record of each key."),
 		"heartbeat":     str("Milliseconds without an event before a keep-alive: 0 (none) or 100 to 3600000."),
 		"explain":       str("1: a resumed stream says where what it missed comes from (event resumed)."),
+		"opened":        str("1: the opening block is followed by an opened event of the same id."),
 		"lastEventId":   str("Resume after this position id (the Last-Event-ID header wins)."),
 		"last_event_id": str("The same as lastEventId."),
 	}

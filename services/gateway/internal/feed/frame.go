@@ -74,15 +74,36 @@ func AppendFrame(dst, id []byte, rec *kgo.Record, f *Format) []byte {
 
 // FilterValue returns rec's value as a value filter sees it in rec's frame (the frame's data, decoded from
 // base64 when the frame encodes it): under a schema format the JSON it decodes to, appended to scratch, which
-// is returned grown; else (and for a value it cannot decode) the value itself. Nil for a tombstone.
+// is returned grown; else (and for a value it cannot decode) the value itself, or, when its frame carries it
+// as lines of text, with each line end (CR, LF, CRLF) an LF, as the frame's data lines give it back. So a
+// filter sees one value whether the record comes from the ring or is read back from Kafka. Nil for a
+// tombstone.
 func (f *Format) FilterValue(scratch []byte, rec *kgo.Record) (value, grown []byte) {
-	k := f.Value.Schema()
-	if rec.Value == nil || k == 0 {
-		return rec.Value, scratch
+	if rec.Value == nil {
+		return nil, scratch
 	}
-	out, err := f.Schemas.AppendJSON(scratch[:0], k, rec.Value)
-	if err != nil {
-		return rec.Value, scratch
+	vf := f.Value
+	if k := vf.Schema(); k != 0 {
+		out, err := f.Schemas.AppendJSON(scratch[:0], k, rec.Value)
+		if err == nil {
+			return out, out
+		}
+		vf = ValueAuto // an undecodable value is framed as ValueAuto frames it
+	}
+	v := rec.Value
+	if vf.encodes(v) || bytes.IndexByte(v, '\r') < 0 {
+		return v, scratch
+	}
+	out := scratch[:0]
+	for i := 0; i < len(v); i++ {
+		if v[i] != '\r' {
+			out = append(out, v[i])
+			continue
+		}
+		out = append(out, '\n')
+		if i+1 < len(v) && v[i+1] == '\n' {
+			i++
+		}
 	}
 	return out, out
 }

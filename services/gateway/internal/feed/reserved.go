@@ -18,6 +18,8 @@ const (
 	EventResumed = "resumed"
 	// EventLive: a from=snapshot stream's snapshot is complete.
 	EventLive = "live"
+	// EventOpened: with opened=1, the opening block's id again, as an event a page is handed.
+	EventOpened = "opened"
 	// EventTokenExpiring: the stream's token expires soon.
 	EventTokenExpiring = "token-expiring" //nolint:gosec // an event type, not a credential
 	// EventTokenExpired: the stream's token expired; the stream ends.
@@ -41,8 +43,8 @@ const RenamedPrefix = "record."
 
 // reservedTypes are the types no record carries to a client, ascending.
 var reservedTypes = []string{
-	DeleteEvent, EventDrain, EventError, EventLive, EventOpen, EventPosition, EventPublishError, EventPublished,
-	EventResumed, EventResync, EventTokenExpired, EventTokenExpiring,
+	DeleteEvent, EventDrain, EventError, EventLive, EventOpen, EventOpened, EventPosition, EventPublishError,
+	EventPublished, EventResumed, EventResync, EventTokenExpired, EventTokenExpiring,
 }
 
 // ReservedTypes returns the reserved event types (see RenamedPrefix), ascending.
@@ -55,7 +57,7 @@ func Reserved(t string) bool { return reserved([]byte(t)) }
 // reserved is Reserved without a conversion: it runs for every record framed.
 func reserved(t []byte) bool {
 	switch string(t) {
-	case DeleteEvent, EventDrain, EventError, EventLive, EventOpen, EventPosition, EventPublishError,
+	case DeleteEvent, EventDrain, EventError, EventLive, EventOpen, EventOpened, EventPosition, EventPublishError,
 		EventPublished, EventResumed, EventResync, EventTokenExpired, EventTokenExpiring:
 		return true
 	}

@@ -155,12 +155,19 @@ func (c *conn) plan(ctx context.Context, t *Topic, in planInput) (plan, error) {
 }
 
 // releaseBuf drops the slow path's buffer once the stream is on the fast path, which needs none: a
-// connection that resumed does not keep tens of kilobytes for the rest of its life.
+// connection that resumed does not keep tens of kilobytes for the rest of its life. A stream that stays on
+// the slow path (filtered, projected, conflated, one topic of several) keeps a buffer of what one live write
+// carries (keptBufBytes), not one that a snapshot, a catch-up or a conflated burst grew.
 func (c *conn) releaseBuf() {
-	if c.synced && !c.filtered() && cap(c.buf) > 1<<10 {
+	if cap(c.buf) > 1<<10 && ((c.synced && !c.filtered()) || cap(c.buf) > c.keptBufBytes()) {
 		c.buf = nil
 	}
 }
+
+// keptBufBytes is the largest buffer a stream on the slow path keeps between writes: twice what one write
+// of live frames carries (a batch of MaxWriteBytes of ring frames, with their ids rewritten, and append's
+// growth), at least twice slowFlushBytes.
+func (c *conn) keptBufBytes() int { return 2 * max(c.s.cfg.MaxWriteBytes, slowFlushBytes) }
 
 // appendRecord appends rec's frame to c.buf, with the stream's position as its id, as deliverFrame appends a
 // ring frame (appendOut); scratch holds the frame on the way, and is returned grown.
@@ -295,5 +302,8 @@ func (c *conn) flushBuf() error {
 	}
 	err := c.write([][]byte{c.buf})
 	c.buf = c.buf[:0]
+	if cap(c.buf) > c.keptBufBytes() {
+		c.buf = nil // a snapshot's or a burst's buffer is not kept (releaseBuf drops the rest on the fast path)
+	}
 	return err
 }

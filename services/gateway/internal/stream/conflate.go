@@ -2,6 +2,7 @@ package stream
 
 import (
 	"bytes"
+	"sync/atomic"
 	"time"
 
 	"github.com/ssegate/ssegate/pkg/position"
@@ -28,12 +29,15 @@ const (
 	MinConflate  = 10 * time.Millisecond
 	MaxConflate  = time.Minute
 	maxHeldBytes = 1 << 20
+	// ConflatedBytes bounds what all the conflated streams of a pod hold together: past it, a stream that
+	// holds anything sends it at once, as past its own maxHeldBytes. The chart counts it in a pod's memory.
+	ConflatedBytes = 32 << 20
 )
 
 // conflation is a conflated stream's held records.
 type conflation struct {
 	every    time.Duration
-	maxBytes int  // past this much held, it sends at once
+	maxBytes int  // past this much held (heldCost), it sends at once
 	live     bool // a fresh snapshot: tombstones are left out (the client never had their keys), see snapshot.go
 	// state: a snapshot, the latest state of each key: a record that the stream's filters do not pass takes
 	// its key out of it (see snapshot.go); sentKeys, once it went out in parts, the keys it sent (hashes).
@@ -45,7 +49,30 @@ type conflation struct {
 	sent  position.Vector
 	held  []heldFrame
 	byKey map[heldKey]int // a key's latest record: its index in held
-	bytes int
+	dead  int             // entries of held superseded by a later record of their key
+	bytes int             // what held and byKey take, as heldCost counts it
+	// pod, for a conflated stream (not a snapshot, which Config.Snapshots bounds), counts bytes in the pod's
+	// total (Server.conflated), bounded by podMax.
+	pod    *atomic.Int64
+	podMax int64
+}
+
+// addBytes counts n more bytes held (n < 0: fewer), in the pod's total too.
+func (cf *conflation) addBytes(n int) {
+	cf.bytes += n
+	if cf.pod != nil {
+		cf.pod.Add(int64(n))
+	}
+}
+
+// release gives back to the pod's total what cf holds (its stream ended, or sent it).
+func (cf *conflation) release() {
+	cf.addBytes(-cf.bytes)
+}
+
+// over says cf must send what it holds now: past its own bound, or the pod's.
+func (cf *conflation) over() bool {
+	return cf.bytes > cf.maxBytes || (cf.pod != nil && cf.pod.Load() > cf.podMax)
 }
 
 type heldKey struct {
@@ -62,10 +89,20 @@ type heldFrame struct {
 	own       bool   // a frame of the gateway's own (ring.Frame.Own), held in its place among the records
 }
 
+// heldOverhead is what an entry of held costs besides its bytes: the heldFrame, and its key's map entry.
+const heldOverhead = 128
+
+// heldCost is what a held record of this key and frame takes: its entry, its frame, and its key twice (the
+// frame's copy and the map's).
+func heldCost(key, rest []byte) int { return heldOverhead + 2*len(key) + len(rest) }
+
 // conflating returns the stream's conflation, made on first use; nil when it is not conflated.
 func (c *conn) conflating() *conflation {
 	if c.cf == nil && c.p.Conflate > 0 { // else the one made already (a snapshot's too), or none
-		c.cf = &conflation{every: c.p.Conflate, maxBytes: maxHeldBytes, byKey: map[heldKey]int{}}
+		c.cf = &conflation{
+			every: c.p.Conflate, maxBytes: maxHeldBytes, byKey: map[heldKey]int{},
+			pod: &c.s.conflated, podMax: ConflatedBytes,
+		}
 	}
 	return c.cf
 }
@@ -81,23 +118,54 @@ func (c *conn) seen(partition int32, offset int64) {
 }
 
 // hold keeps a record's frame (rest: after its id line) until the interval's end; a record of a key already
-// held replaces it there.
+// held replaces it there. The hold grows with the keys, not the records: a superseded entry stays in held
+// (the order of the others is the order they came, which their ids need) until superseded entries are half of
+// held, when held is compacted; so a million updates of one key hold a few entries, not a million.
 func (cf *conflation) hold(partition int32, offset int64, key, rest []byte, own bool, now int64) {
 	if len(cf.held) == 0 {
 		cf.due = now + int64(cf.every)
 	}
+	h := heldFrame{partition: partition, offset: offset, rest: append([]byte(nil), rest...), own: own}
 	if len(key) > 0 { // the ring does not tell a null key from an empty one: both are sent, never conflated
+		// A copy: the key must not keep the ring's (or a replay's) memory of the record alive.
+		h.key = append([]byte(nil), key...)
 		k := heldKey{partition, string(key)}
 		if i, ok := cf.byKey[k]; ok {
-			cf.bytes -= len(cf.held[i].rest)
-			cf.held[i].rest = nil
+			old := &cf.held[i]
+			cf.addBytes(heldOverhead - heldCost(old.key, old.rest)) // the entry stays until compacted
+			old.rest, old.key = nil, nil
+			cf.dead++
 		}
 		cf.byKey[k] = len(cf.held)
 	}
-	cf.held = append(cf.held, heldFrame{partition: partition, offset: offset, key: key, rest: append([]byte(nil), rest...), own: own})
-	cf.bytes += len(rest)
-	if cf.bytes > cf.maxBytes {
+	cf.held = append(cf.held, h)
+	cf.addBytes(heldCost(h.key, h.rest))
+	if cf.dead > 16 && 2*cf.dead >= len(cf.held) {
+		cf.compact()
+	}
+	if cf.over() {
 		cf.due = now // too much held: out at once
+	}
+}
+
+// compact drops the superseded entries of held, keeping the others in their order.
+func (cf *conflation) compact() {
+	n := 0
+	for _, h := range cf.held {
+		if h.rest == nil {
+			continue
+		}
+		if len(h.key) > 0 {
+			cf.byKey[heldKey{h.partition, string(h.key)}] = n
+		}
+		cf.held[n] = h
+		n++
+	}
+	clear(cf.held[n:])
+	cf.addBytes(-(len(cf.held) - n) * heldOverhead)
+	cf.held, cf.dead = cf.held[:n], 0
+	if cap(cf.held) > 64 && n < cap(cf.held)/4 {
+		cf.held = append([]heldFrame(nil), cf.held...) // a burst's array is not kept for what remains
 	}
 }
 
@@ -116,8 +184,12 @@ func (c *conn) flushDue(now int64) {
 	}
 	clear(cf.held)
 	cf.held = cf.held[:0]
+	if cap(cf.held) > 1024 {
+		cf.held = nil // a burst's array is not kept for the quiet intervals after it
+	}
 	clear(cf.byKey)
-	cf.bytes, cf.due = 0, 0
+	cf.release()
+	cf.due, cf.dead = 0, 0
 }
 
 // sendHeld appends to c.buf a frame that was held (unless a later record of its key superseded it, or it is a

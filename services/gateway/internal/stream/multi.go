@@ -230,6 +230,9 @@ func (m *mux) write(i int, kind frameKind, spans [][]byte, timeout time.Duration
 		m.translate(i, block, kind)
 	}
 	m.pend[i] = m.pend[i][:copy(m.pend[i], rest)]
+	if cap(m.pend[i]) > slowFlushBytes && len(m.pend[i]) <= slowFlushBytes/4 {
+		m.pend[i] = append([]byte(nil), m.pend[i]...) // a snapshot's piece is not kept for the rest of the stream
+	}
 	k, err := m.flush(timeout)
 	if m.expired {
 		m.stop(ReasonTokenExpired) // whichever topic's stream ends first, the stream ended at the token's expiry

@@ -70,6 +70,10 @@ type Params struct {
 	// "event: resumed" frame, with the client's position as its id and ResumedData as its data, before the
 	// frames it missed. For dashboards and debugging; other clients never see the event.
 	Explain bool
+	// Opened (the opened=1 query parameter) follows the opening block with an "event: opened" frame of the
+	// same id, whose data is {"id": that id}: an id-only block sets an EventSource's last event id without
+	// firing an event, so a page (the browser client) learns where its stream started only from an event.
+	Opened bool
 	// OnEnd, when set, is called exactly once when the stream really ends, with the reason it ended: also
 	// for a stream served by the writer pool, whose Serve returned a parked Outcome long before. It is called after
 	// the end is counted in Stats and before the client can see the end, on whichever goroutine ends the
@@ -94,6 +98,7 @@ type kept struct {
 	Conflate  time.Duration
 	OnEnd     func(CloseReason)
 	Explain   bool
+	Opened    bool
 	expires   int64 // Params.Expires in Unix seconds (the token frames name it to the second); 0 for never
 	renewal   *Renewal
 }
@@ -103,7 +108,7 @@ type kept struct {
 func (p *Params) kept(t *Topic) kept {
 	k := kept{
 		Heartbeat: p.Heartbeat, Events: p.Events, Keys: p.Keys, Filter: p.Filter, Fields: p.Fields,
-		Conflate: max(p.Conflate, t.Conflate), OnEnd: p.OnEnd, Explain: p.Explain, renewal: p.Renewal,
+		Conflate: max(p.Conflate, t.Conflate), OnEnd: p.OnEnd, Explain: p.Explain, Opened: p.Opened, renewal: p.Renewal,
 	}
 	if !p.Expires.IsZero() {
 		k.expires = p.Expires.Unix()
@@ -119,6 +124,21 @@ type ParamError struct {
 
 // Error returns a one-line message naming the parameter.
 func (e *ParamError) Error() string { return fmt.Sprintf("query parameter %q: %s", e.Param, e.Msg) }
+
+// flag reads a query parameter that is on or off: absent, 0 or false is off; given alone, 1 or true is on.
+func flag(q url.Values, name string) (bool, error) {
+	v, ok, err := single(q, name)
+	if err != nil || !ok {
+		return false, err
+	}
+	switch v {
+	case "", "1", "true":
+		return true, nil
+	case "0", "false":
+		return false, nil
+	}
+	return false, &ParamError{Param: name, Msg: fmt.Sprintf("want 1, true, 0 or false, got %q", v)}
+}
 
 func single(q url.Values, name string) (string, bool, error) {
 	vs, ok := q[name]
@@ -181,16 +201,11 @@ func ParseParams(q url.Values, h http.Header, defaultHeartbeat time.Duration) (P
 			p.Events[e] = true
 		}
 	}
-	if v, ok, err := single(q, "explain"); err != nil {
+	if p.Explain, err = flag(q, "explain"); err != nil {
 		return p, err
-	} else if ok {
-		switch v {
-		case "", "1", "true":
-			p.Explain = true
-		case "0", "false":
-		default:
-			return p, &ParamError{Param: "explain", Msg: fmt.Sprintf("want 1, true, 0 or false, got %q", v)}
-		}
+	}
+	if p.Opened, err = flag(q, "opened"); err != nil {
+		return p, err
 	}
 	if ks, ok := q["key"]; ok {
 		p.Keys = map[string]bool{}

@@ -144,3 +144,34 @@ func TestParseParamsExplain(t *testing.T) {
 		}
 	}
 }
+
+// TestParseParamsFilterRegex: a filter whose regex is too large, or is not a regex, is a 400 naming filter
+// that says why, before any stream starts.
+func TestParseParamsFilterRegex(t *testing.T) {
+	for expr, want := range map[string]string{
+		`key.matches("[a-z]{1,1000}")`: "regex program size 2001 exceeds limit of 1000",
+		`key.matches("(unclosed")`:     "invalid matches argument",
+	} {
+		_, err := ParseParams(url.Values{"filter": {expr}}, http.Header{}, 0)
+		var pe *ParamError
+		if !errors.As(err, &pe) || pe.Param != "filter" || !strings.Contains(err.Error(), want) {
+			t.Errorf("filter %q: %v, want a ParamError naming filter: %s", expr, err, want)
+		}
+	}
+}
+
+// TestNarrowFilterLong: a token's filter of up to 1024 bytes narrows a query's filter of up to 1024 bytes;
+// the two together are not one expression past the length bound (which refused the token, 401 bad_claim).
+func TestNarrowFilterLong(t *testing.T) {
+	long := `value.a == 1` + strings.Repeat(` || value.nothing == 0`, 45)
+	p, err := ParseParams(url.Values{"filter": {long}}, http.Header{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.NarrowFilter(strings.Replace(long, "value.a", "value.b", 1)); err != nil {
+		t.Fatalf("a token's filter of %d bytes on a query's of %d: %v", len(long), len(long), err)
+	}
+	if !p.Filter.Match([]byte(`{"a":1,"b":1}`), nil, "message") || p.Filter.Match([]byte(`{"a":1,"b":2}`), nil, "message") {
+		t.Error("the narrowed filter does not match what both match")
+	}
+}

@@ -34,7 +34,7 @@ func startPool(t *testing.T, cfg Config, topic *Topic, p Params) *poolServer {
 	cfg.Logger = discardLog
 	ps := &poolServer{srv: NewServer(cfg), st: new(Stats), outcomes: make(chan Outcome, 16)}
 	ps.hs = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// The query's event, fields and conflate parameters, as the gateway parses them, over p.
+		// The query's event, fields, conflate and opened parameters, as the gateway parses them, over p.
 		pp := p
 		q, err := ParseParams(r.URL.Query(), nil, 0)
 		if err != nil {
@@ -49,6 +49,7 @@ func startPool(t *testing.T, cfg Config, topic *Topic, p Params) *poolServer {
 		if q.Conflate != 0 {
 			pp.Conflate = q.Conflate
 		}
+		pp.Opened = pp.Opened || q.Opened
 		o := ps.srv.Serve(w, r, topic, pp, ps.st)
 		select {
 		case ps.outcomes <- o:

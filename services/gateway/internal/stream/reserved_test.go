@@ -147,7 +147,7 @@ func TestMuxKnowsOwnFramesByKind(t *testing.T) {
 // messages) is reserved, so that no record reaches a client under it.
 func TestGatewayEventsReserved(t *testing.T) {
 	for _, typ := range []string{
-		"resync", "resumed", LiveEvent, EventTokenExpiring, EventTokenExpired, feed.DeleteEvent,
+		"resync", "resumed", LiveEvent, OpenedEvent, EventTokenExpiring, EventTokenExpired, feed.DeleteEvent,
 		string(eventOpen), string(eventPosition), string(eventDrain), "error",
 	} {
 		if !feed.Reserved(typ) {

@@ -2,6 +2,7 @@ package stream
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -42,6 +43,26 @@ import (
 // SnapshotMaxBytes bounds what a snapshot stream holds before it sends; 0 means 16 MiB. A variable for tests.
 var SnapshotMaxBytes = 16 << 20
 
+// DefaultSnapshots is how many snapshots a pod builds at once when Config.Snapshots is zero.
+const DefaultSnapshots = 2
+
+// SnapshotsMemory is what the snapshots a pod builds at once (Config.Snapshots, zero for the default) may
+// take: each its held frames (SnapshotMaxBytes, entries counted) and the buffer they go out through (up to
+// twice that with append's growth; released once the snapshot went out). The chart counts it in a pod's
+// memory.
+func SnapshotsMemory(builds int) int { return cmp.Or(builds, DefaultSnapshots) * 3 * snapshotLimit() }
+
+// snapshotLimit is SnapshotMaxBytes, or its default.
+func snapshotLimit() int {
+	if SnapshotMaxBytes <= 0 {
+		return 16 << 20
+	}
+	return SnapshotMaxBytes
+}
+
+// OpenedEvent is the event type of the frame that repeats the opening block's id (Params.Opened).
+const OpenedEvent = feed.EventOpened
+
 // LiveEvent is the event type of the frame that ends a snapshot.
 const LiveEvent = feed.EventLive
 
@@ -51,11 +72,7 @@ const snapshotForever = 100 * 365 * 24 * time.Hour
 // startSnapshot makes the stream hold what its catch-up reads; a resume keeps tombstones (the client has
 // the keys they delete).
 func (c *conn) startSnapshot(resuming bool) {
-	limit := SnapshotMaxBytes
-	if limit <= 0 {
-		limit = 16 << 20
-	}
-	c.cf = &conflation{every: snapshotForever, maxBytes: limit, live: !resuming, state: true, byKey: map[heldKey]int{}}
+	c.cf = &conflation{every: snapshotForever, maxBytes: snapshotLimit(), live: !resuming, state: true, byKey: map[heldKey]int{}}
 	c.cf.sent = c.pos.Clone()
 }
 
@@ -174,8 +191,10 @@ func (c *conn) unseen(partition int32, offset int64, key []byte) {
 	switch {
 	case held && cf.live && !cf.wasSent(partition, key):
 		// A fresh snapshot whose client never had the key: it just leaves the state.
-		cf.bytes -= len(cf.held[i].rest)
-		cf.held[i].rest = nil
+		old := &cf.held[i]
+		cf.addBytes(heldOverhead - heldCost(old.key, old.rest)) // the entry stays until compacted
+		old.rest, old.key = nil, nil
+		cf.dead++
 		delete(cf.byKey, heldKey{partition, string(key)})
 	case held, cf.wasSent(partition, key):
 		frame := feed.AppendFrame(nil, []byte("-"), &kgo.Record{Key: key, Partition: partition, Offset: offset}, c.t.format())

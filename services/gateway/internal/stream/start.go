@@ -61,6 +61,9 @@ func (c *conn) start(ctx context.Context, t *Topic, p Params) error {
 	}
 	c.idBuf, _ = c.pos.AppendText(c.idBuf[:0])
 	c.buf = sse.AppendID(c.buf, string(c.idBuf))
+	if c.p.Opened {
+		c.buf = sse.AppendEventBytes(c.buf, c.idBuf, []byte(OpenedEvent), fmt.Appendf(nil, `{"id":%q}`, c.idBuf))
+	}
 	if c.leaving {
 		// The client reconnects from this position elsewhere: a fresh stream too, so that nothing between now
 		// and its reconnect is lost.

@@ -109,6 +109,7 @@ type Server struct {
 	snapshots chan struct{} // the snapshots being built (Config.Snapshots)
 	tracer    trace.Tracer
 	pending   atomic.Int64 // bytes of writes not finished (see Config.PendingBytes)
+	conflated atomic.Int64 // bytes conflated streams hold (ConflatedBytes)
 }
 
 // PendingBytes returns the bytes of writes to clients not finished now (see Config.PendingBytes).
@@ -148,7 +149,7 @@ func NewServer(cfg Config) *Server {
 		s.tracer = noop.NewTracerProvider().Tracer("")
 	}
 	s.live = newLiveFirst(cfg.CatchUps)
-	s.snapshots = make(chan struct{}, cmp.Or(cfg.Snapshots, 2))
+	s.snapshots = make(chan struct{}, cmp.Or(cfg.Snapshots, DefaultSnapshots))
 	if cfg.Writers > 0 {
 		s.pool = newPool(s, cfg.Writers, cfg.Linger)
 	}
@@ -307,6 +308,9 @@ type conn struct {
 func (c *conn) end(reason CloseReason) {
 	if c.raw != nil && c.pool.ctx.Err() != nil && reason == ReasonClientGone {
 		reason = ReasonShutdown
+	}
+	if c.cf != nil {
+		c.cf.release() // held frames never sent: the pod's total no longer has them
 	}
 	// Counted before the client can see the end: whoever sees it (a test, a client) sees the count.
 	c.stats.Open.Add(-1)

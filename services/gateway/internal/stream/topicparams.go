@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/ssegate/ssegate/pkg/position"
 )
 
 // TopicParamNames are the query parameters that may be given for one topic of a stream, as
@@ -52,6 +54,28 @@ func ParseTopicParams(q url.Values, h http.Header, defaultHeartbeat time.Duratio
 		out[i] = p
 	}
 	return out, nil
+}
+
+// CheckTopicsID refuses a stream of several topics whose id could be longer than position.MaxLen (their
+// partitions together, about 1,000 of them): the gateway would write ids that it, and any pod, then refuses to
+// resume from. The error names the topic parameter; nil for a single topic.
+func CheckTopicsID(ts []*Topic) error {
+	if len(ts) < 2 {
+		return nil
+	}
+	names, parts := make([]string, len(ts)), make([]int, len(ts))
+	total := 0
+	for i, t := range ts {
+		names[i] = t.Name
+		if t.Partitions != nil {
+			parts[i] = len(t.Partitions())
+		}
+		total += parts[i]
+	}
+	if n := position.TopicsLenBound(names, parts); n > position.MaxLen {
+		return &ParamError{Param: "topic", Msg: fmt.Sprintf("these %d topics have %d partitions together: their id could be %d bytes, more than the %d an id may have; ask for fewer topics in one stream", len(ts), total, n, position.MaxLen)}
+	}
+	return nil
 }
 
 // TopicList reads the topics a stream request names: the path's list ("orders,payments"), then every topic

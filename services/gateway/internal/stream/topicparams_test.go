@@ -58,3 +58,25 @@ func TestTopicList(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckTopicsID: a stream of several topics whose id could pass position.MaxLen (1,200 partitions
+// together here) is refused before it starts, naming the topic parameter: the gateway would write ids that
+// no pod resumes from. One topic, or topics of fewer partitions, pass.
+func TestCheckTopicsID(t *testing.T) {
+	topic := func(name string, n int) *Topic {
+		parts := make([]int32, n)
+		for i := range parts {
+			parts[i] = int32(i)
+		}
+		return &Topic{Name: name, Partitions: func() []int32 { return parts }}
+	}
+	var pe *ParamError
+	if err := CheckTopicsID([]*Topic{topic("orders", 600), topic("payments", 600)}); !errors.As(err, &pe) || pe.Param != "topic" || !strings.Contains(err.Error(), "1200 partitions") {
+		t.Errorf("two topics of 600 partitions: %v, want a ParamError naming topic", err)
+	}
+	for _, ts := range [][]*Topic{{topic("orders", 600), topic("payments", 400)}, {topic("orders", 5000)}} {
+		if err := CheckTopicsID(ts); err != nil {
+			t.Errorf("%d topics: %v", len(ts), err)
+		}
+	}
+}

@@ -1,6 +1,9 @@
 package valuefilter
 
-import "sync"
+import (
+	"container/list"
+	"sync"
+)
 
 // valueCache keeps decoded values, keyed by their bytes, within a budget of estimated memory; the oldest go
 // first. Streams filter the same records at different moments (each reads the ring at its own pace), so the
@@ -61,4 +64,56 @@ func (c *valueCache) len() int {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	return len(c.m)
+}
+
+// programCache keeps compiled programs, keyed by their expression, within a budget of estimated memory; the
+// least recently used go first. A count would not bound it: a program of a short expression takes about
+// 3 KiB, one of 1 KB with regexes up to 400 KiB, so 4,096 of them took from 12 MiB to over a GiB.
+type programCache struct {
+	mu     sync.Mutex
+	m      map[string]*list.Element // of *Program
+	lru    list.List                // front: the most recently used
+	cost   int
+	budget int
+}
+
+func newProgramCache(budget int) *programCache {
+	return &programCache{m: map[string]*list.Element{}, budget: budget}
+}
+
+// get returns the program of expr, if kept, and marks it used.
+func (c *programCache) get(expr string) (*Program, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[expr]
+	if !ok {
+		return nil, false
+	}
+	c.lru.MoveToFront(e)
+	return e.Value.(*Program), true
+}
+
+// add keeps p, dropping the least recently used programs beyond the budget.
+func (c *programCache) add(p *Program) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.m[p.src]; ok {
+		return // compiled by another stream meanwhile
+	}
+	c.m[p.src] = c.lru.PushFront(p)
+	c.cost += p.cost
+	for c.cost > c.budget && c.lru.Len() > 1 {
+		old := c.lru.Remove(c.lru.Back()).(*Program)
+		delete(c.m, old.src)
+		c.cost -= old.cost
+	}
+}
+
+// purge drops every program (tests).
+func (c *programCache) purge() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	clear(c.m)
+	c.lru.Init()
+	c.cost = 0
 }

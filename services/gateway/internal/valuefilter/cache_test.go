@@ -74,3 +74,60 @@ func BenchmarkDistinctFiltersDrift(b *testing.B) {
 		n++
 	}
 }
+
+// TestProgramCacheBudget: compiled programs are kept within their memory budget, whatever their sizes: large
+// ones (1 KB with regexes) are fewer, the least recently used go first, and one in use stays.
+func TestProgramCacheBudget(t *testing.T) {
+	c := newProgramCache(1 << 20)
+	large := func(i int) *Program {
+		expr := fmt.Sprintf(`value.a == %d && key.matches("[a-z]{1,400}") && type.matches("[a-z]{1,400}")`, i)
+		p, err := Compile(expr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	first := large(0)
+	if first.cost < programCost(len(first.src), 1600) {
+		t.Fatalf("a program with two regexes of 801 instructions is counted %d bytes", first.cost)
+	}
+	c.add(first)
+	for i := 1; i < 1000; i++ {
+		c.add(large(i))
+		if _, ok := c.get(first.src); !ok {
+			t.Fatalf("after %d more, the program used each time was dropped", i)
+		}
+		if c.cost > c.budget || c.cost != sumCost(c) {
+			t.Fatalf("after %d programs: %d bytes counted (%d summed), budget %d", i+1, c.cost, sumCost(c), c.budget)
+		}
+	}
+	if n := len(c.m); n < 4 || n > (1<<20)/first.cost {
+		t.Errorf("%d large programs kept in 1 MiB", n)
+	}
+	if _, ok := c.get(large(1).src); ok {
+		t.Error("the least recently used program was kept")
+	}
+}
+
+func sumCost(c *programCache) int {
+	n := 0
+	for _, e := range c.m {
+		n += e.Value.(*Program).cost
+	}
+	return n
+}
+
+// TestProgramsWithinBudget: the pod's compiled programs stay within ProgramsBytes however large they are:
+// 400 distinct filters of two 801-instruction regexes (about 53 MB estimated) do not all stay.
+func TestProgramsWithinBudget(t *testing.T) {
+	programs.purge()
+	defer programs.purge()
+	for i := range 400 {
+		if _, err := Compile(fmt.Sprintf(`value.a == %d && key.matches("[a-z]{1,400}") && type.matches("[a-z]{1,400}")`, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := sumCost(programs); got > ProgramsBytes || len(programs.m) == 400 {
+		t.Errorf("%d programs kept, %d bytes estimated, budget %d", len(programs.m), got, ProgramsBytes)
+	}
+}

@@ -131,3 +131,35 @@ func BenchmarkDistinctFilters(b *testing.B) {
 		}
 	}
 }
+
+// TestAndLong: two filters of up to MaxLength bytes each (a token's and a query's) combine, and the
+// combination matches what both match; neither's limits are lost.
+func TestAndLong(t *testing.T) {
+	long := func(field string) string {
+		e := fmt.Sprintf(`value.%s == 1`, field)
+		for len(e)+len(` || value.nothing == 0`) <= MaxLength {
+			e += ` || value.nothing == 0`
+		}
+		return e
+	}
+	a, err := Compile(long("a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Compile(long("b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	both, err := And(a, b)
+	if err != nil {
+		t.Fatalf("And of %d and %d bytes: %v", len(a.String()), len(b.String()), err)
+	}
+	for value, want := range map[string]bool{`{"a":1,"b":1}`: true, `{"a":1,"b":2}`: false, `{"a":2,"b":1}`: false, `{}`: false} {
+		if got := both.Match([]byte(value), nil, "message"); got != want {
+			t.Errorf("%s: %v, want %v", value, got, want)
+		}
+	}
+	if s := both.String(); !strings.HasPrefix(s, "("+a.String()+") && (") {
+		t.Errorf("String() = %.60q", s)
+	}
+}

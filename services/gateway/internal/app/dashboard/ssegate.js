@@ -3,7 +3,8 @@
 // page needs beyond it:
 //
 //   - the position survives a reload: the last id is kept in sessionStorage and sent as last_event_id when
-//     the page opens the stream again (an EventSource sends Last-Event-ID only on its own reconnects);
+//     the page opens the stream again (an EventSource sends Last-Event-ID only on its own reconnects), the
+//     opening id too (the stream is opened with opened=1, which repeats it as an "opened" event);
 //   - values: data starting "base64:" is decoded to bytes, other data is the value as text;
 //   - the gateway's own events as callbacks: resync (the stream skipped offsets, with why), token-expiring
 //     (renew the token now) and token-expired (the stream ended; it is opened again with the renewed token).
@@ -62,10 +63,11 @@ export function parseTopicsID(id) {
     const name = group.slice(0, cut);
     const pos = cut < 0 ? null : parseID("v1:" + group.slice(cut + 1));
     const prev = names.length > 1 ? names[names.length - 1] : null;
-    if (pos === null || !topicPattern.test(name) || name === "." || name === ".." || name in out || (prev !== null && name <= prev)) {
+    // Own properties only: a topic may be named "constructor" or "__proto__" (the object's inherited names).
+    if (pos === null || !topicPattern.test(name) || name === "." || name === ".." || Object.hasOwn(out, name) || (prev !== null && name <= prev)) {
       return null;
     }
-    out[name] = pos;
+    Object.defineProperty(out, name, { value: pos, enumerable: true, writable: true, configurable: true });
     names.push(name);
   }
   return out;
@@ -115,15 +117,26 @@ function storeID(key, id) {
   }
 }
 
+// defaultStorageKey is the sessionStorage key of a stream's position: its URL without the position the page
+// may have put in it (the query's other parameters choose the stream: key=, event=, filter=, from=...).
+export function defaultStorageKey(url) {
+  const u = new URL(url);
+  u.searchParams.delete("last_event_id");
+  u.searchParams.delete("lastEventId");
+  u.hash = "";
+  return "ssegate:" + u.origin + u.pathname + u.search;
+}
+
 // The gateway's own event types; every other type (message, delete, a record's own type) is a record.
-const ownEvents = new Set(["resync", "resumed", "token-expiring", "token-expired", "live"]);
+const ownEvents = new Set(["resync", "resumed", "token-expiring", "token-expired", "live", "opened"]);
 
 // connect opens the stream at url (an absolute or page-relative URL of /streams/{topic}, or of a stream of
 // several topics, /streams/orders,payments, with any query parameters: key=, event=, from=, ...) and returns
 // {close(), get id(), get source()}. Options:
 //
-//   storageKey   the sessionStorage key of the position (default "ssegate:" + the URL without its query);
-//                null keeps no position across reloads
+//   storageKey   the sessionStorage key of the position (default "ssegate:" + the URL, with its query but
+//                without last_event_id or lastEventId: two streams of one path with other parameters, key= or
+//                filter=, keep their own positions); null keeps no position across reloads
 //   format       the topic's value format, "auto" (default), "base64" or "text" (see decodeValue); for several
 //                topics, an object of formats by topic (topics it does not name are "auto")
 //   withCredentials  send cookies cross-origin (default true: a token in a cookie)
@@ -146,7 +159,7 @@ const ownEvents = new Set(["resync", "resumed", "token-expiring", "token-expired
 //   onTokenExpiring(r), onTokenExpired(r)  the events themselves, for pages that want them
 export function connect(url, opts = {}) {
   const base = new URL(url, globalThis.location?.href);
-  const key = opts.storageKey === undefined ? "ssegate:" + base.origin + base.pathname : opts.storageKey;
+  const key = opts.storageKey === undefined ? defaultStorageKey(base) : opts.storageKey;
   // A stream of one topic names it in its path; one of several names each record's topic in its id.
   const path = base.pathname.split("/").pop();
   const single = base.pathname.includes("/streams/") && !path.includes(",") && !base.searchParams.has("topic");
@@ -211,6 +224,9 @@ export function connect(url, opts = {}) {
     if (id !== null) {
       u.searchParams.set("last_event_id", id);
     }
+    // The stream's opening id comes in an id-only block, which an EventSource never hands the page: opened=1
+    // has the gateway repeat it as an "opened" event, so a reload before the first record resumes from it.
+    u.searchParams.set("opened", "1");
     es = new EventSource(u, { withCredentials: opts.withCredentials ?? true });
     es.onopen = () => opts.onOpen?.();
     es.onerror = () => opts.onError?.({ closed: es.readyState === EventSource.CLOSED });
