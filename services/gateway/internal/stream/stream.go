@@ -516,7 +516,9 @@ func (c *conn) writeSpans(spans [][]byte) error {
 	for _, b := range spans {
 		size += len(b)
 	}
-	if !c.s.hold(size) {
+	if holdsOwn(c.out) {
+		size = 0
+	} else if !c.s.hold(size) {
 		return fmt.Errorf("%w: %w", errWrite, errPending)
 	}
 	n, err := c.out.write(spans, c.s.cfg.WriteTimeout)

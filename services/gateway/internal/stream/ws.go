@@ -144,7 +144,7 @@ func (s *Server) ServeWebSocket(w http.ResponseWriter, r *http.Request, ts []Top
 	defer cancel()
 	run, stop := context.WithCancel(ctx)
 	defer stop()
-	sink := newWSSink(ctx, run.Done(), ws, o, ts[0].Topic.Name)
+	sink := newWSSink(ctx, s, run.Done(), ws, o, ts[0].Topic.Name)
 	ts = slices.Clone(ts)
 	if o.Hello {
 		if err := sink.hello(ctx, &ts[0].Params); err != nil {
@@ -196,6 +196,7 @@ func (s *Server) ServeWebSocket(w http.ResponseWriter, r *http.Request, ts []Top
 // wsSink turns the SSE frames a stream writes into WebSocket messages.
 type wsSink struct {
 	ctx   context.Context //nolint:containedctx // the connection's: a client that leaves ends every wait of a write
+	srv   *Server         // whose budget of unfinished writes the sink's writes hold
 	stop  <-chan struct{} // closed when the stream ends early (the client broke the protocol): waits for room end
 	ws    *websocket.Conn
 	o     WSOptions
@@ -212,34 +213,69 @@ type wsSink struct {
 	bad      error         // what the client did wrong, for the close
 }
 
-func newWSSink(ctx context.Context, stop <-chan struct{}, ws *websocket.Conn, o WSOptions, topic string) *wsSink {
-	return &wsSink{ctx: ctx, stop: stop, ws: ws, o: o, topic: topic, room: make(chan struct{}, 1)}
+func newWSSink(ctx context.Context, srv *Server, stop <-chan struct{}, ws *websocket.Conn, o WSOptions, topic string) *wsSink {
+	return &wsSink{ctx: ctx, srv: srv, stop: stop, ws: ws, o: o, topic: topic, room: make(chan struct{}, 1)}
 }
 
 // errAckTimeout: the client acknowledged nothing for the write timeout with MaxInFlight messages waiting.
 var errAckTimeout = errors.New("stream: messages not acknowledged within the write timeout")
 
+// write turns the frames of spans into messages and sends them. It holds the pod's budget of unfinished writes
+// (Config.PendingBytes) itself, for the bytes not sent yet, only while it sends: with acknowledgements it
+// waits for room between messages, and a client that acknowledges slowly must not hold the budget other
+// clients' writes need meanwhile (its own bound is max_in_flight). The write timeout bounds the sending
+// between two waits for room, and each wait: a client is too slow when it takes no message, or acknowledges
+// nothing, for that long, not when a batch of many messages takes longer than it in all.
 func (s *wsSink) write(spans [][]byte, timeout time.Duration) (int, error) {
-	ctx, cancel := context.WithTimeout(s.ctx, timeout)
-	defer cancel()
 	for _, b := range spans {
 		s.pend = append(s.pend, b...)
 	}
 	n := 0
 	for {
-		i := bytes.Index(s.pend, []byte("\n\n"))
-		if i < 0 {
-			return n, nil
-		}
-		frame := s.pend[:i+1]
-		m, err := s.send(ctx, parseWSFrame(frame))
+		m, blocked, err := s.sendSome(timeout)
 		n += m
-		s.pend = s.pend[:copy(s.pend, s.pend[i+2:])]
-		if err != nil {
+		if err != nil || !blocked {
+			return n, err
+		}
+		if err := s.waitRoom(timeout); err != nil {
 			return n, err
 		}
 	}
 }
+
+// sendSome sends the whole frames pend holds, within one write timeout, holding the bytes not sent yet, until
+// a message needs room that acknowledgements have not made yet (blocked).
+func (s *wsSink) sendSome(timeout time.Duration) (n int, blocked bool, err error) {
+	if !bytes.Contains(s.pend, []byte("\n\n")) {
+		return 0, false, nil
+	}
+	held := len(s.pend)
+	if !s.srv.hold(held) {
+		return 0, false, errPending
+	}
+	defer s.srv.release(held)
+	ctx, cancel := context.WithTimeout(s.ctx, timeout)
+	defer cancel()
+	for {
+		i := bytes.Index(s.pend, []byte("\n\n"))
+		if i < 0 {
+			return n, false, nil
+		}
+		f := parseWSFrame(s.pend[:i+1])
+		if f.hasData && s.o.Acks && !s.hasRoom() {
+			return n, true, nil
+		}
+		m, err := s.send(ctx, f)
+		n += m
+		s.pend = s.pend[:copy(s.pend, s.pend[i+2:])]
+		if err != nil {
+			return n, false, err
+		}
+	}
+}
+
+// holdsOwn says the sink holds the bytes of its writes itself (see write).
+func (s *wsSink) holdsOwn() bool { return true }
 
 // wsFrame is an SSE frame's fields.
 type wsFrame struct {
@@ -289,11 +325,6 @@ func (s *wsSink) send(ctx context.Context, f wsFrame) (int, error) {
 		}
 		return 0, nil // a retry line alone: the stream ends before it says where it is
 	}
-	if f.hasData && s.o.Acks {
-		if err := s.waitRoom(ctx); err != nil {
-			return 0, err
-		}
-	}
 	s.msg = s.appendMessage(s.msg[:0], f)
 	s.lastID = append(s.lastID[:0], f.id...)
 	if f.hasData && s.o.Acks {
@@ -304,26 +335,30 @@ func (s *wsSink) send(ctx context.Context, f wsFrame) (int, error) {
 	return len(s.msg), s.ws.Write(ctx, websocket.MessageText, s.msg)
 }
 
-// waitRoom waits until fewer than MaxInFlight messages wait for acknowledgement.
-func (s *wsSink) waitRoom(ctx context.Context) error {
-	for {
-		s.mu.Lock()
-		n := len(s.inflight)
-		s.mu.Unlock()
-		if n < s.o.MaxInFlight {
-			return nil
-		}
+// hasRoom says fewer than MaxInFlight messages wait for acknowledgement.
+func (s *wsSink) hasRoom() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.inflight) < s.o.MaxInFlight
+}
+
+// waitRoom waits until fewer than MaxInFlight messages wait for acknowledgement, at most timeout without an
+// acknowledgement.
+func (s *wsSink) waitRoom(timeout time.Duration) error {
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	for !s.hasRoom() {
 		select {
 		case <-s.room:
 		case <-s.stop:
 			return context.Canceled // the stream ended: the close says why
-		case <-ctx.Done():
-			if s.ctx.Err() != nil {
-				return s.ctx.Err()
-			}
+		case <-s.ctx.Done():
+			return s.ctx.Err()
+		case <-t.C:
 			return errAckTimeout
 		}
 	}
+	return nil
 }
 
 // appendMessage appends the JSON message of f, its fields in name order (as encoding/json writes a map). It is
