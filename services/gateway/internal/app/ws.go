@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/gin-gonic/gin"
@@ -24,6 +25,9 @@ func (a *App) handleWebSocket(c *gin.Context) {
 		return
 	}
 	name := c.Param("topic")
+	if a.wsCookieRefused(c, strings.Split(name, ",")) {
+		return
+	}
 	if o.Publish && strings.Contains(name, ",") {
 		abort(c, &stream.ParamError{Param: "publish", Msg: "a stream of several topics cannot publish: open one per topic"})
 		return
@@ -45,6 +49,35 @@ func (a *App) handleWebSocket(c *gin.Context) {
 		return
 	}
 	a.streams.ServeWebSocket(c.Writer, c.Request, req.streams(a), req.onEnd, o)
+}
+
+// wsCookieRefused refuses (403, reason origin) a WebSocket request of a page of another origin whose token
+// would be the user's cookie, unless cors-origins lists that origin exactly and cors-credentials is on
+// (corsPolicy.cookiesFrom): a WebSocket has no CORS, so the browser sends the cookie and lets the page read
+// and write whatever origin the page is of, and the CORS handler's answer (which lets * and patterns through,
+// for what they may read without cookies) does not protect it. Topics that take no tokens (auth none) never
+// look at the cookie, so requests for them go on.
+func (a *App) wsCookieRefused(c *gin.Context, names []string) bool {
+	origin := c.Request.Header.Get("Origin")
+	if origin == "" || sameOrigin(c.Request, origin) || a.cors.cookiesFrom(origin) || !a.gate.extract.FromCookie(c.Request) {
+		return false
+	}
+	var tokened []string
+	for _, n := range names {
+		if a.gate.modes[n] != auth.ModeNone {
+			tokened = append(tokened, n)
+		}
+	}
+	if len(tokened) == 0 {
+		return false
+	}
+	for _, n := range tokened {
+		a.refused.add(n, reasonOrigin)
+	}
+	abort(c, &httpError{status: http.StatusForbidden, reason: reasonOrigin, msg: "origin " + strconv.Quote(origin) +
+		" may not open a WebSocket with the cookie token: only an origin listed exactly in cors-origins (not * or a pattern), " +
+		"with cors-credentials, may (a WebSocket carries the user's cookies from any page)"})
+	return true
 }
 
 // wsInbound checks that the request may publish into topic and returns what publishes its client's messages
