@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"net/http"
 	"net/url"
 	"slices"
@@ -208,7 +209,7 @@ type wsSink struct {
 	msg    []byte // scratch
 
 	mu       sync.Mutex
-	inflight []string      // ids of messages not acknowledged yet, in order
+	inflight []uint64      // the idHash of each message not acknowledged yet, in order
 	room     chan struct{} // signaled when acknowledgements make room
 	bad      error         // what the client did wrong, for the close
 }
@@ -235,6 +236,9 @@ func (s *wsSink) write(spans [][]byte, timeout time.Duration) (int, error) {
 		m, blocked, err := s.sendSome(timeout)
 		n += m
 		if err != nil || !blocked {
+			if len(s.pend) == 0 && cap(s.pend) > wsKeepPend {
+				s.pend = nil
+			}
 			return n, err
 		}
 		if err := s.waitRoom(timeout); err != nil {
@@ -328,12 +332,38 @@ func (s *wsSink) send(ctx context.Context, f wsFrame) (int, error) {
 	s.msg = s.appendMessage(s.msg[:0], f)
 	s.lastID = append(s.lastID[:0], f.id...)
 	if f.hasData && s.o.Acks {
-		s.mu.Lock()
-		s.inflight = append(s.inflight, string(f.id))
-		s.mu.Unlock()
+		s.waitAck(f.id)
 	}
-	return len(s.msg), s.ws.Write(ctx, websocket.MessageText, s.msg)
+	n, err := len(s.msg), s.ws.Write(ctx, websocket.MessageText, s.msg)
+	if cap(s.msg) > wsKeepMsg {
+		s.msg = nil // a big record's message is not kept for the rest of the connection
+	}
+	return n, err
 }
+
+// waitAck counts the message with id as waiting for its acknowledgement.
+func (s *wsSink) waitAck(id []byte) {
+	s.mu.Lock()
+	s.inflight = append(s.inflight, idHash(id))
+	s.mu.Unlock()
+}
+
+// What a socket keeps of its scratch between writes: a big record's frame and message are let go once sent,
+// so that one big record does not cost its size twice for the connection's life.
+const (
+	wsKeepMsg  = 16 << 10
+	wsKeepPend = 128 << 10 // two writes of 64 KiB, what a catch-up sends
+)
+
+// idSeed seeds idHash, differently in every process, so that a client cannot choose an id that collides with
+// another.
+var idSeed = maphash.MakeSeed()
+
+// idHash is what a socket keeps of a message waiting for its acknowledgement: 8 bytes, however long its id (a
+// several-topic id over many partitions is kilobytes, and up to 10,000 may wait). An acknowledgement names an
+// id; one whose hash is another's (a chance of 2^-64) would acknowledge that one, to its own client's harm
+// only.
+func idHash(id []byte) uint64 { return maphash.Bytes(idSeed, id) }
 
 // hasRoom says fewer than MaxInFlight messages wait for acknowledgement.
 func (s *wsSink) hasRoom() bool {
@@ -480,11 +510,28 @@ func parseMeta(line []byte) meta {
 	return m
 }
 
+// cutUTF8 cuts s to at most n bytes, at a character's start: a close frame's reason must be UTF-8, and a
+// client fails the connection on one that is not.
+func cutUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
 // appendData appends data as JSON when it is JSON (compacted, as encoding/json writes raw JSON), else as a
-// string.
+// string. JSON whose strings hold bytes that are not UTF-8 (encoding/json's Valid takes them) has each such
+// byte replaced by U+FFFD, as a string's are: a text message must be UTF-8, and a browser fails the socket on
+// one that is not, then resumes into the same record again.
 func appendData(dst, data []byte, isJSON bool) []byte {
 	if !isJSON {
 		return appendJSONString(dst, data)
+	}
+	if !utf8.Valid(data) {
+		data = replaceInvalidUTF8(data)
 	}
 	if !bytes.ContainsAny(data, " \t\r\n") {
 		return append(dst, data...)
@@ -506,6 +553,21 @@ func appendJSONString(dst, s []byte) []byte {
 	dst = append(dst, '"')
 	dst = append(dst, s...)
 	return append(dst, '"')
+}
+
+// replaceInvalidUTF8 returns b with each byte that is not part of a UTF-8 character replaced by U+FFFD.
+func replaceInvalidUTF8(b []byte) []byte {
+	out := make([]byte, 0, len(b)+8)
+	for len(b) > 0 {
+		r, size := utf8.DecodeRune(b)
+		if r == utf8.RuneError && size == 1 {
+			out = utf8.AppendRune(out, utf8.RuneError)
+		} else {
+			out = append(out, b[:size]...)
+		}
+		b = b[size:]
+	}
+	return out
 }
 
 // keyValue is a key (base64 in a meta line) as text when it is UTF-8, else "base64:" and its base64, as
@@ -619,9 +681,9 @@ func (s *wsSink) fail(err error) {
 func (s *wsSink) ack(id string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	last := -1
+	h, last := maphash.String(idSeed, id), -1
 	for i, x := range s.inflight {
-		if x == id {
+		if x == h {
 			last = i
 		} else if last >= 0 {
 			break
@@ -669,9 +731,7 @@ func (s *wsSink) close(reason CloseReason, err error) {
 	case reason == ReasonReplayFailed || reason == ReasonBehind:
 		code, text = websocket.StatusInternalError, "could not read what the stream needs from Kafka: reconnect from the last id"
 	}
-	if len(text) > 120 {
-		text = text[:120] // a close frame's reason fits 123 bytes
-	}
+	text = cutUTF8(text, 120) // a close frame's reason fits 123 bytes
 	// Close waits for the client's close frame, a few seconds at most, then closes the connection.
 	_ = s.ws.Close(code, text)
 }

@@ -3,8 +3,10 @@ package stream
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -108,5 +110,77 @@ func TestWSSlowAcksHoldNoPendingBytes(t *testing.T) {
 	}
 	if o := st.Open.Load(); o != slow+1 {
 		t.Errorf("%d streams open, want all %d", o, slow+1)
+	}
+}
+
+// wsPair returns the gateway's end of a WebSocket (its sink, on srv, with options o) and the client's.
+func wsPair(t *testing.T, srv *Server, o WSOptions) (*wsSink, *websocket.Conn) {
+	t.Helper()
+	accepted := make(chan *websocket.Conn, 1)
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ws, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		accepted <- ws
+	}))
+	t.Cleanup(hs.Close)
+	client, _, err := websocket.Dial(t.Context(), "ws"+strings.TrimPrefix(hs.URL, "http"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client.SetReadLimit(-1)
+	t.Cleanup(func() { _ = client.CloseNow() })
+	ws := <-accepted
+	t.Cleanup(func() { _ = ws.CloseNow() })
+	return newWSSink(t.Context(), srv, make(chan struct{}), ws, o, "t"), client
+}
+
+// TestWSBigRecordNotKept: a socket does not keep a big record's frame and message once it sent them: before,
+// both stayed for the connection's life (a 1 MiB record cost a socket about 2 MiB from then on).
+func TestWSBigRecordNotKept(t *testing.T) {
+	sink, client := wsPair(t, NewServer(Config{Logger: discardLog}), WSOptions{Format: "json", MaxInFlight: 100})
+	big := strings.Repeat("b", 1<<20)
+	frames := []string{"retry: 3000\nid: v1:0-0\n\n", "id: v1:0-1\n::m 0 1 -\ndata: " + big + "\n\n", "id: v1:0-2\n::m 0 2 -\ndata: small\n\n"}
+	for _, f := range frames {
+		if _, err := sink.write([][]byte{[]byte(f)}, 10*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, want := range []string{"open", `"` + big + `"`, `"small"`} {
+		ev, d := readTestWS(t, t.Context(), client)
+		if (i == 0 && ev != want) || (i > 0 && string(d) != want) {
+			t.Fatalf("message %d: %s %.20s, want %.20s", i, ev, d, want)
+		}
+	}
+	if c := cap(sink.pend) + cap(sink.msg); c > wsKeepPend+wsKeepMsg {
+		t.Errorf("after a 1 MiB record the socket keeps %d bytes of scratch, want at most %d", c, wsKeepPend+wsKeepMsg)
+	}
+}
+
+// TestWSLongIDsInFlight: a socket keeps 8 bytes for each message waiting for an acknowledgement, not its id:
+// 1,000 messages of a several-topic id of 2 KiB in flight cost it far less than their ids (2 MB, before).
+func TestWSLongIDsInFlight(t *testing.T) {
+	const n = 1000
+	sink := &wsSink{o: WSOptions{Acks: true, MaxInFlight: 10000}, room: make(chan struct{}, 1)}
+	prefix := strings.Repeat("7", 2<<10)
+	id := func(i int) []byte { return fmt.Appendf(nil, "v1:%s-%d", prefix, i) }
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for i := range n {
+		sink.waitAck(id(i))
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if grown := int64(after.HeapAlloc) - int64(before.HeapAlloc); grown > n*(2<<10)/8 {
+		t.Errorf("%d messages in flight with ids of 2 KiB hold %d bytes, want far less than their ids", n, grown)
+	}
+	if !sink.ack(string(id(n/2))) || len(sink.inflight) != n-n/2-1 {
+		t.Errorf("after acknowledging message %d: %d in flight, want %d", n/2, len(sink.inflight), n-n/2-1)
+	}
+	if sink.ack(string(id(n / 4))) {
+		t.Error("an acknowledgement of a message acknowledged already was taken")
 	}
 }
