@@ -83,7 +83,7 @@ func (a *App) wsCookieRefused(c *gin.Context, names []string) bool {
 // wsInbound checks that the request may publish into topic and returns what publishes its client's messages
 // (publish.FromMessage), answering each with {"event":"published","data":{...}} (the place and id, as a POST
 // answers) or {"event":"publish-error","data":{"error","status"}}.
-func (a *App) wsInbound(c *gin.Context, topic string) (func(context.Context, []byte) ([]byte, bool), error) {
+func (a *App) wsInbound(c *gin.Context, topic string) (func(context.Context, []byte) ([]byte, int), error) {
 	p := a.publisher
 	if p == nil || !p.open[topic] {
 		return nil, &httpError{status: http.StatusForbidden, reason: "not_open", msg: "topic " + topic + " is not open for publishing (publish-topics)"}
@@ -95,23 +95,24 @@ func (a *App) wsInbound(c *gin.Context, topic string) (func(context.Context, []b
 	who := a.publisherName(c.Request, gr)
 	lim := a.cfg.Publish.limits()
 	source := "/ws/" + topic
-	return func(ctx context.Context, msg []byte) ([]byte, bool) {
+	return func(ctx context.Context, msg []byte) ([]byte, int) {
 		rec, err := publish.FromMessage(msg, source, lim)
 		if err == nil {
 			_, err = a.publishAllowed(p, who, gr, []publish.Record{rec})
 		}
 		if err != nil {
 			p.stats[topic].results[publishErrorResult(err)].Add(1)
-			return wsReply("publish-error", gin.H{"error": err.Error(), "status": inputStatus(err)}), false
+			status := inputStatus(err)
+			return wsReply("publish-error", gin.H{"error": err.Error(), "status": status}), status
 		}
 		pctx, cancel := context.WithTimeout(ctx, a.cfg.Publish.claimLease())
 		defer cancel()
 		results, errs := p.Publish(pctx, topic, []publish.Record{rec})
 		out, status, _ := a.publishOutcome(topic, results[0], errs[0])
 		if status != http.StatusOK {
-			return wsReply("publish-error", out), true
+			return wsReply("publish-error", out), status
 		}
-		return wsReply("published", out), true
+		return wsReply("published", out), status
 	}, nil
 }
 

@@ -39,10 +39,11 @@ type WSOptions struct {
 	// Publish: the client's messages other than acknowledgements are published (publish=1); Results: each is
 	// answered (publish_results=1).
 	Publish, Results bool
-	// Inbound publishes a client's message and returns the message that answers it, and whether it was
-	// taken; the caller sets it when Publish is allowed. It may wait (Kafka slow): the connection is not read
-	// meanwhile.
-	Inbound func(ctx context.Context, msg []byte) (reply []byte, ok bool)
+	// Inbound publishes a client's message and returns the message that answers it, and the HTTP status a
+	// POST of it would have got: 200 when it is published, 4xx when it was refused, 5xx when Kafka did not
+	// take it. The caller sets it when Publish is allowed. It may wait (Kafka slow): the connection is not
+	// read meanwhile.
+	Inbound func(ctx context.Context, msg []byte) (reply []byte, status int)
 }
 
 // WSConfig is the WebSocket transport's configuration.
@@ -211,7 +212,8 @@ type wsSink struct {
 	mu       sync.Mutex
 	inflight []uint64      // the idHash of each message not acknowledged yet, in order
 	room     chan struct{} // signaled when acknowledgements make room
-	bad      error         // what the client did wrong, for the close
+	bad      error         // why the stream ended early (the client did wrong, a message was not published), for the close
+	badCode  websocket.StatusCode
 }
 
 func newWSSink(ctx context.Context, srv *Server, stop <-chan struct{}, ws *websocket.Conn, o WSOptions, topic string) *wsSink {
@@ -636,9 +638,15 @@ func (s *wsSink) readLoop(ctx context.Context, gone, stop context.CancelFunc) {
 			s.fail(errors.New(`unexpected message: without publish=1 the client sends only {"ack": "<id>"}`))
 			return
 		}
-		reply, ok := s.o.Inbound(ctx, b)
-		if !ok && !s.o.Results {
-			s.fail(fmt.Errorf("message not published: %s", reply))
+		reply, status := s.o.Inbound(ctx, b)
+		if status != http.StatusOK && !s.o.Results {
+			// Without answers, a message not published closes the connection: the client learns that it and
+			// every message after it were not published. Kafka's failures are the server's (1011: send again).
+			code := websocket.StatusPolicyViolation
+			if status >= http.StatusInternalServerError {
+				code = websocket.StatusInternalError
+			}
+			s.failWith(code, fmt.Errorf("message not published: %s", reply))
 			return
 		}
 		if s.o.Results {
@@ -671,9 +679,13 @@ func parseAck(b []byte) (string, bool) {
 	return *m.Ack, true
 }
 
-func (s *wsSink) fail(err error) {
+// fail ends the stream for what the client did wrong: the connection closes with 1008 and err.
+func (s *wsSink) fail(err error) { s.failWith(websocket.StatusPolicyViolation, err) }
+
+// failWith ends the stream early: the connection closes with code and err.
+func (s *wsSink) failWith(code websocket.StatusCode, err error) {
 	s.mu.Lock()
-	s.bad = err
+	s.bad, s.badCode = err, code
 	s.mu.Unlock()
 }
 
@@ -703,15 +715,18 @@ func (s *wsSink) ack(id string) bool {
 // close closes the WebSocket with the code and reason of the stream's end.
 func (s *wsSink) close(reason CloseReason, err error) {
 	s.mu.Lock()
-	bad := s.bad
+	bad, badCode := s.bad, s.badCode
 	s.mu.Unlock()
 	if err == nil {
 		err = bad
 	}
+	if err != bad || badCode == 0 {
+		badCode = websocket.StatusPolicyViolation
+	}
 	code, text := websocket.StatusNormalClosure, reason.String()
 	switch {
 	case err != nil:
-		code, text = websocket.StatusPolicyViolation, err.Error()
+		code, text = badCode, err.Error()
 	case reason == ReasonClientGone:
 		_ = s.ws.CloseNow()
 		return
