@@ -32,8 +32,9 @@ func (a *App) handleWebSocket(c *gin.Context) {
 		abort(c, &stream.ParamError{Param: "publish", Msg: "a stream of several topics cannot publish: open one per topic"})
 		return
 	}
+	var pub grant
 	if o.Publish && a.feed.Topic(name) != nil {
-		inbound, err := a.wsInbound(c, name)
+		inbound, gr, err := a.wsInbound(c, name)
 		if err != nil {
 			if _, ok := auth.ReasonOf(err); ok {
 				a.refuse(c, name, err)
@@ -42,11 +43,20 @@ func (a *App) handleWebSocket(c *gin.Context) {
 			}
 			return
 		}
-		o.Inbound = inbound
+		o.Inbound, pub = inbound, gr
 	}
 	req, ok := a.streamRequest(c)
 	if !ok {
 		return
+	}
+	if pub.claims != nil {
+		// The socket publishes with its token's rights until the token expires, also where it reads without
+		// one (an optional topic, a token that may publish and not read): the stream ends then, as a reading
+		// token's does (token-expiring, token-expired, 4001).
+		p := &req.params[0]
+		if exp := pub.claims.Expires.Add(a.gate.leeway); p.Expires.IsZero() || exp.Before(p.Expires) {
+			p.Expires, p.ExpiryNotice = exp, a.gate.notice
+		}
 	}
 	a.streams.ServeWebSocket(c.Writer, c.Request, req.streams(a), req.onEnd, o)
 }
@@ -82,15 +92,15 @@ func (a *App) wsCookieRefused(c *gin.Context, names []string) bool {
 
 // wsInbound checks that the request may publish into topic and returns what publishes its client's messages
 // (publish.FromMessage), answering each with {"event":"published","data":{...}} (the place and id, as a POST
-// answers) or {"event":"publish-error","data":{"error","status"}}.
-func (a *App) wsInbound(c *gin.Context, topic string) (func(context.Context, []byte) ([]byte, int), error) {
+// answers) or {"event":"publish-error","data":{"error","status"}}, and the grant it publishes with.
+func (a *App) wsInbound(c *gin.Context, topic string) (func(context.Context, []byte) ([]byte, int), grant, error) {
 	p := a.publisher
 	if p == nil || !p.open[topic] {
-		return nil, &httpError{status: http.StatusForbidden, reason: "not_open", msg: "topic " + topic + " is not open for publishing (publish-topics)"}
+		return nil, grant{}, &httpError{status: http.StatusForbidden, reason: "not_open", msg: "topic " + topic + " is not open for publishing (publish-topics)"}
 	}
 	gr, err := a.gate.admitPublish(c.Request, topic, a.cfg.Publish.Anonymous)
 	if err != nil {
-		return nil, err
+		return nil, grant{}, err
 	}
 	who := a.publisherName(c.Request, gr)
 	lim := a.cfg.Publish.limits()
@@ -113,7 +123,7 @@ func (a *App) wsInbound(c *gin.Context, topic string) (func(context.Context, []b
 			return wsReply("publish-error", out), status
 		}
 		return wsReply("published", out), status
-	}, nil
+	}, gr, nil
 }
 
 // inputStatus is the HTTP status of a refused message, as a POST would get it.

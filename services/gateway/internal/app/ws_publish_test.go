@@ -6,6 +6,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +15,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/ssegate/ssegate/pkg/kafkatest"
+	"github.com/ssegate/ssegate/services/gateway/internal/stream"
 )
 
 // TestWebSocketPublishKafkaRefused: a message Kafka does not take (here larger than the topic's
@@ -57,5 +60,46 @@ func TestWebSocketPublishKafkaRefused(t *testing.T) {
 	}
 	if n := len(kafkatest.ReadAll(t, topic)[0]); n != 0 {
 		t.Fatalf("the topic holds %d records, want none", n)
+	}
+}
+
+// TestWebSocketPublishTokenExpires: a socket that publishes with a token that may publish into an optional
+// topic but not read it (it reads anonymously) ends when that token expires, as a reading token's stream
+// does: token-expiring, token-expired, close 4001. Before, it published with the token for ever.
+func TestWebSocketPublishTokenExpires(t *testing.T) {
+	topic := kafkatest.NewTopic(t, 1, nil)
+	g := startGateway(t, []string{topic}, withAuth(t, func(c *Config) {
+		c.Auth.TopicModes = map[string]string{topic: "optional"}
+		c.Auth.ExpiryNotice = time.Second
+		c.Publish.Topics = []string{topic}
+	}))
+	g.waitReady(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	exp := time.Now().Add(3 * time.Second)
+	writer := token(t, testSecret, exp, map[string]any{"topics": []string{}, "publish": []string{topic}}, nil)
+	ws := dialWS(t, ctx, g, "/ws/"+topic+"?publish=1&publish_results=1", http.Header{"Authorization": {"Bearer " + writer}})
+	nextWS(t, ws) // open
+	if err := ws.Write(ctx, websocket.MessageText, []byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	var events []string
+	for {
+		_, b, err := ws.Read(ctx)
+		if err != nil {
+			if st := websocket.CloseStatus(err); st != stream.CloseTokenExpired {
+				t.Fatalf("after %v: %v, want close %d (token expired)", events, err, stream.CloseTokenExpired)
+			}
+			break
+		}
+		var m wsMessage
+		_ = json.Unmarshal(b, &m)
+		events = append(events, m.Event)
+	}
+	if time.Now().Before(exp.Truncate(time.Second)) { // exp is in whole seconds
+		t.Errorf("closed before the token expired")
+	}
+	if !slices.Contains(events, "published") || !slices.Contains(events, "token-expiring") || events[len(events)-1] != "token-expired" {
+		t.Errorf("messages %v, want the publish's answer, token-expiring, and token-expired last", events)
 	}
 }
