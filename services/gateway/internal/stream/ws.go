@@ -204,10 +204,13 @@ type wsSink struct {
 	o     WSOptions
 	topic string
 
-	pend   []byte // bytes of a frame not whole yet
-	opened bool   // the opening message went out
-	lastID []byte // the id of the last message sent: the client's position
-	msg    []byte // scratch
+	pend     []byte // bytes of a frame not whole yet
+	opened   bool   // a message went out
+	openSent bool   // the open message went out
+	retry    int64  // the retry line that came before the open message, for it; valid with hasRetry
+	hasRetry bool
+	lastID   []byte // the id of the last message sent: the client's position
+	msg      []byte // scratch
 
 	mu       sync.Mutex
 	inflight []uint64      // the idHash of each message not acknowledged yet, in order
@@ -398,17 +401,22 @@ func (s *wsSink) waitRoom(timeout time.Duration) error {
 // WebSocket delivery.
 func (s *wsSink) appendMessage(dst []byte, f wsFrame) []byte {
 	event := f.event
+	if !s.openSent && f.retry >= 0 {
+		// The retry goes with the open message, also when a resync (invalid-id) comes before it.
+		s.retry, s.hasRetry = f.retry, true
+	}
+	retry := int64(-1)
 	switch {
-	case !f.hasData && !s.opened:
-		event = eventOpen
+	case !f.hasData && !s.openSent:
+		// The first position without a record is the open message, whatever came before it.
+		event, s.openSent = eventOpen, true
+		if s.hasRetry {
+			retry = s.retry
+		}
 	case !f.hasData:
 		event = eventPosition
 	case len(event) == 0:
 		event = eventMessage
-	}
-	retry := int64(-1)
-	if !s.opened {
-		retry = f.retry
 	}
 	s.opened = true
 	m := parseMeta(f.meta)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/url"
+	"slices"
 	"testing"
 	"unicode/utf8"
 )
@@ -57,7 +58,7 @@ func TestWSMessages(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			s := &wsSink{o: WSOptions{Format: tc.format}, topic: "t", opened: tc.opened}
+			s := &wsSink{o: WSOptions{Format: tc.format}, topic: "t", opened: tc.opened, openSent: tc.opened}
 			got := s.appendMessage(nil, parseWSFrame([]byte(tc.frame)))
 			var g, w any
 			if err := json.Unmarshal(got, &g); err != nil {
@@ -136,7 +137,7 @@ func TestWSMessageInvalidUTF8(t *testing.T) {
 		{"valid", `{"a":"é"}`, `{"a":"é"}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := &wsSink{o: WSOptions{Format: "json"}, topic: "t", opened: true}
+			s := &wsSink{o: WSOptions{Format: "json"}, topic: "t", opened: true, openSent: true}
 			got := s.appendMessage(nil, parseWSFrame([]byte("id: v1:0-5\n::m 0 5 -\ndata: "+tc.data+"\n\n")))
 			if !utf8.Valid(got) {
 				t.Fatalf("message %q is not UTF-8", got)
@@ -165,5 +166,28 @@ func TestCutUTF8(t *testing.T) {
 		if got := cutUTF8(tc.s, tc.n); got != tc.want || !utf8.ValidString(got) {
 			t.Errorf("cutUTF8(%q, %d) = %q, want %q", tc.s, tc.n, got, tc.want)
 		}
+	}
+}
+
+// TestWSOpenAfterResync: a stream whose id is invalid starts with a resync (invalid-id), then its open message,
+// which carries the retry, as every stream's does; later positions are position messages. Before, the resync
+// took the retry and the open message never came (a position message in its place).
+func TestWSOpenAfterResync(t *testing.T) {
+	s := &wsSink{o: WSOptions{Format: "json"}, topic: "t"}
+	var got []string
+	for _, f := range []string{
+		"retry: 3000\nid: v1:\nevent: resync\ndata: {\"reason\":\"invalid-id\"}\n\n",
+		"id: v1:\n\n",
+		"id: v1:0-1\n\n",
+	} {
+		got = append(got, string(s.appendMessage(nil, parseWSFrame([]byte(f)))))
+	}
+	want := []string{
+		`{"data":{"reason":"invalid-id"},"event":"resync","id":"v1:"}`,
+		`{"event":"open","id":"v1:","retry":3000}`,
+		`{"event":"position","id":"v1:0-1"}`,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("messages\n got %q\nwant %q", got, want)
 	}
 }
