@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -212,6 +213,10 @@ type wsSink struct {
 	lastID   []byte // the id of the last message sent: the client's position
 	msg      []byte // scratch
 
+	// publishing: the read loop is publishing a message of the client's (Inbound), so its pongs and
+	// acknowledgements wait unread; the time does not count against the client (ping, waitRoom).
+	publishing atomic.Bool
+
 	mu       sync.Mutex
 	inflight []uint64      // the idHash of each message not acknowledged yet, in order
 	room     chan struct{} // signaled when acknowledgements make room
@@ -274,7 +279,7 @@ func (s *wsSink) sendSome(timeout time.Duration) (n int, blocked bool, err error
 		if f.hasData && s.o.Acks && !s.hasRoom() {
 			return n, true, nil
 		}
-		m, err := s.send(ctx, f)
+		m, err := s.send(ctx, f, timeout)
 		n += m
 		s.pend = s.pend[:copy(s.pend, s.pend[i+2:])]
 		if err != nil {
@@ -326,11 +331,11 @@ func parseWSFrame(frame []byte) wsFrame {
 	return f
 }
 
-// send sends what f says: a ping for a keep-alive, else one message.
-func (s *wsSink) send(ctx context.Context, f wsFrame) (int, error) {
+// send sends what f says: a ping for a keep-alive (answered within timeout), else one message.
+func (s *wsSink) send(ctx context.Context, f wsFrame, timeout time.Duration) (int, error) {
 	if !f.hasData && f.id == nil {
 		if f.comment {
-			return 0, s.ws.Ping(ctx)
+			return 0, s.ping(timeout)
 		}
 		return 0, nil // a retry line alone: the stream ends before it says where it is
 	}
@@ -370,6 +375,35 @@ var idSeed = maphash.MakeSeed()
 // only.
 func idHash(id []byte) uint64 { return maphash.Bytes(idSeed, id) }
 
+// ping pings the client and waits for its pong, at most timeout of the client's own time: while the read loop
+// publishes a message of the client's (which may take longer than timeout when Kafka is slow), the pong cannot
+// be read, and the wait goes on until a timeout has passed with nothing being published.
+func (s *wsSink) ping(timeout time.Duration) error {
+	ctx, cancel := context.WithCancel(s.ctx)
+	defer cancel()
+	pong := make(chan error, 1)
+	go func() { pong <- s.ws.Ping(ctx) }()
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	for {
+		select {
+		case err := <-pong:
+			return err
+		case <-t.C:
+			if s.publishing.Load() {
+				t.Reset(timeout)
+				continue
+			}
+			cancel()
+			<-pong
+			return errPongTimeout
+		}
+	}
+}
+
+// errPongTimeout: the client answered no ping within the write timeout.
+var errPongTimeout = errors.New("stream: no pong within the write timeout")
+
 // hasRoom says fewer than MaxInFlight messages wait for acknowledgement.
 func (s *wsSink) hasRoom() bool {
 	s.mu.Lock()
@@ -390,6 +424,10 @@ func (s *wsSink) waitRoom(timeout time.Duration) error {
 		case <-s.ctx.Done():
 			return s.ctx.Err()
 		case <-t.C:
+			if s.publishing.Load() {
+				t.Reset(timeout) // its acknowledgements wait unread behind the message being published
+				continue
+			}
 			return errAckTimeout
 		}
 	}
@@ -646,7 +684,9 @@ func (s *wsSink) readLoop(ctx context.Context, gone, stop context.CancelFunc) {
 			s.fail(errors.New(`unexpected message: without publish=1 the client sends only {"ack": "<id>"}`))
 			return
 		}
+		s.publishing.Store(true)
 		reply, status := s.o.Inbound(ctx, b)
+		s.publishing.Store(false)
 		if status != http.StatusOK && !s.o.Results {
 			// Without answers, a message not published closes the connection: the client learns that it and
 			// every message after it were not published. Kafka's failures are the server's (1011: send again).
