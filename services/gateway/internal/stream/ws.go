@@ -210,8 +210,10 @@ type wsSink struct {
 	msg      []byte // scratch
 
 	// publishing: the read loop is publishing a message of the client's (Inbound), so its pongs and
-	// acknowledgements wait unread; the time does not count against the client (ping, waitRoom).
+	// acknowledgements wait unread; the time does not count against the client (ping, waitRoom), nor does
+	// a write timeout after it ended (published, monoNow), for what waited behind it to be read.
 	publishing atomic.Bool
+	published  atomic.Int64
 
 	mu       sync.Mutex
 	inflight []uint64      // the idHash of each message not acknowledged yet, in order
@@ -346,8 +348,8 @@ func (s *wsSink) ping(timeout time.Duration) error {
 		case err := <-pong:
 			return err
 		case <-t.C:
-			if s.publishing.Load() {
-				t.Reset(timeout)
+			if rest := s.publishWait(timeout); rest > 0 {
+				t.Reset(rest)
 				continue
 			}
 			cancel()
@@ -355,6 +357,18 @@ func (s *wsSink) ping(timeout time.Duration) error {
 			return errPongTimeout
 		}
 	}
+}
+
+// publishWait is how much longer a wait of the client's that timed out goes on because of a publish: all of
+// timeout while one is under way, and what is left of timeout since one ended; 0 for none.
+func (s *wsSink) publishWait(timeout time.Duration) time.Duration {
+	if s.publishing.Load() {
+		return timeout
+	}
+	if end := s.published.Load(); end != 0 {
+		return timeout - time.Duration(monoNow()-end)
+	}
+	return 0
 }
 
 // errPongTimeout: the client answered no ping within the write timeout.
@@ -380,8 +394,8 @@ func (s *wsSink) waitRoom(timeout time.Duration) error {
 		case <-s.ctx.Done():
 			return s.ctx.Err()
 		case <-t.C:
-			if s.publishing.Load() {
-				t.Reset(timeout) // its acknowledgements wait unread behind the message being published
+			if rest := s.publishWait(timeout); rest > 0 {
+				t.Reset(rest) // its acknowledgements wait unread behind the message being published
 				continue
 			}
 			return errAckTimeout
@@ -445,6 +459,7 @@ func (s *wsSink) readLoop(ctx context.Context, gone, stop context.CancelFunc) {
 		}
 		s.publishing.Store(true)
 		reply, status := s.o.Inbound(ctx, b)
+		s.published.Store(monoNow())
 		s.publishing.Store(false)
 		if status != http.StatusOK && !s.o.Results {
 			// Without answers, a message not published closes the connection: the client learns that it and
