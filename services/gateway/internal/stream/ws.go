@@ -353,7 +353,9 @@ func (s *wsSink) ping(timeout time.Duration) error {
 				continue
 			}
 			cancel()
-			<-pong
+			if err := <-pong; err == nil {
+				return nil // the pong came as the wait ended
+			}
 			return errPongTimeout
 		}
 	}
@@ -536,14 +538,14 @@ func (s *wsSink) ack(id string) bool {
 
 // close closes the WebSocket with the code and reason of the stream's end.
 func (s *wsSink) close(reason CloseReason, err error) {
-	s.mu.Lock()
-	bad, badCode := s.bad, s.badCode
-	s.mu.Unlock()
+	badCode := websocket.StatusPolicyViolation // an error of the caller's: the hello broke the protocol
 	if err == nil {
-		err = bad
-	}
-	if err != bad || badCode == 0 {
-		badCode = websocket.StatusPolicyViolation
+		s.mu.Lock()
+		err = s.bad
+		if s.bad != nil {
+			badCode = s.badCode
+		}
+		s.mu.Unlock()
 	}
 	code, text := websocket.StatusNormalClosure, reason.String()
 	switch {
