@@ -128,6 +128,16 @@ func (p *corsPolicy) allows(origin string) bool {
 	return false
 }
 
+// cookiesFrom says whether a page of origin may have the user's cookie taken as its token where no CORS check
+// protects it (a WebSocket: browsers send cookies with it from any page, and let any page read it): only an
+// origin listed exactly, with credentials on, which is what a page needs to read an event stream with the
+// cookie. Not * nor a pattern: any page of any origin, or of every host of a domain, would then act as the
+// user.
+func (p *corsPolicy) cookiesFrom(origin string) bool {
+	s, err := serializeOrigin(origin)
+	return err == nil && s == origin && p.credentials && p.exact[s]
+}
+
 // sameOrigin says whether origin names the host the request was sent to: a page of the gateway itself.
 func sameOrigin(r *http.Request, origin string) bool {
 	u, err := url.Parse(origin)

@@ -63,6 +63,23 @@ func (x Extractor) Token(r *http.Request) (string, error) {
 	return "", nil
 }
 
+// FromCookie says whether r's token is the cookie's: Token finds one, and neither in the Authorization header
+// nor in the query. A browser sends the cookie on its own, whatever page made the request.
+func (x Extractor) FromCookie(r *http.Request) bool {
+	if tok, err := x.Token(r); err != nil || tok == "" {
+		return false
+	}
+	if _, inQuery := r.URL.Query()[QueryParam]; inQuery {
+		return false
+	}
+	for _, v := range r.Header.Values("Authorization") {
+		if _, isBearer, _ := bearer(v); isBearer {
+			return false
+		}
+	}
+	return true
+}
+
 // bearer reads an Authorization header value. It reports whether the scheme is Bearer (case-insensitive, RFC
 // 9110 section 11.1); the credentials must then be one b64token (RFC 6750 section 2.1), surrounded by spaces
 // at most.

@@ -188,6 +188,10 @@ func (s *muxSink) writeOwn(kind frameKind, frame []byte, timeout time.Duration) 
 	return s.m.write(s.i, kind, [][]byte{frame}, timeout)
 }
 
+// holdsOwn: a topic's stream holds nothing for the mux when the mux's sink holds its writes itself; it waits
+// for the mux (another topic's write) without holding either.
+func (s *muxSink) holdsOwn() bool { return holdsOwn(s.m.out) }
+
 // write takes topic i's frames, and writes what the client gets of them. A frame waits until every topic
 // has said where it starts (its opening block): from then on every id names every topic, so a resume from
 // any of them is exact in each. kind is 0 for whatever a stream writes (records, opening blocks,

@@ -38,6 +38,19 @@ type ownSink interface {
 	writeOwn(kind frameKind, frame []byte, timeout time.Duration) (int, error)
 }
 
+// selfHolder is a sink that holds the bytes of its writes (Config.PendingBytes) itself, for only part of a
+// write: a WebSocket, whose writes wait for its client's acknowledgements (wsSink.write). The stream does not
+// hold them for it.
+type selfHolder interface {
+	holdsOwn() bool
+}
+
+// holdsOwn says whether out holds the bytes of its writes itself.
+func holdsOwn(out sink) bool {
+	h, ok := out.(selfHolder)
+	return ok && h.holdsOwn()
+}
+
 // httpSink writes through net/http: HTTP/2, TLS and HTTP/1.0 streams, and every stream when the writer pool
 // is off.
 type httpSink struct {

@@ -551,7 +551,9 @@ func (c *conn) writeOwn(kind frameKind, frame []byte) error {
 
 // writeOut makes one write of size bytes through out, holding them (Config.PendingBytes) while it does.
 func (c *conn) writeOut(size int, out func(timeout time.Duration) (int, error)) error {
-	if !c.s.hold(size) {
+	if holdsOwn(c.out) {
+		size = 0
+	} else if !c.s.hold(size) {
 		return fmt.Errorf("%w: %w", errWrite, errPending)
 	}
 	n, err := out(c.s.cfg.WriteTimeout)

@@ -3,21 +3,19 @@ package stream
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/coder/websocket"
-
-	"github.com/ssegate/ssegate/services/gateway/internal/feed"
 )
 
 // The WebSocket transport: the same stream (start, resume, ring, replay, filters, token moments, drain) on a
@@ -38,10 +36,11 @@ type WSOptions struct {
 	// Publish: the client's messages other than acknowledgements are published (publish=1); Results: each is
 	// answered (publish_results=1).
 	Publish, Results bool
-	// Inbound publishes a client's message and returns the message that answers it, and whether it was
-	// taken; the caller sets it when Publish is allowed. It may wait (Kafka slow): the connection is not read
-	// meanwhile.
-	Inbound func(ctx context.Context, msg []byte) (reply []byte, ok bool)
+	// Inbound publishes a client's message and returns the message that answers it, and the HTTP status a
+	// POST of it would have got: 200 when it is published, 4xx when it was refused, 5xx when Kafka did not
+	// take it. The caller sets it when Publish is allowed. It may wait (Kafka slow): the connection is not
+	// read meanwhile.
+	Inbound func(ctx context.Context, msg []byte) (reply []byte, status int)
 }
 
 // WSConfig is the WebSocket transport's configuration.
@@ -144,7 +143,7 @@ func (s *Server) ServeWebSocket(w http.ResponseWriter, r *http.Request, ts []Top
 	defer cancel()
 	run, stop := context.WithCancel(ctx)
 	defer stop()
-	sink := newWSSink(ctx, run.Done(), ws, o, ts[0].Topic.Name)
+	sink := newWSSink(ctx, s, run.Done(), ws, o, ts[0].Topic.Name)
 	ts = slices.Clone(ts)
 	if o.Hello {
 		if err := sink.hello(ctx, &ts[0].Params); err != nil {
@@ -196,294 +195,215 @@ func (s *Server) ServeWebSocket(w http.ResponseWriter, r *http.Request, ts []Top
 // wsSink turns the SSE frames a stream writes into WebSocket messages.
 type wsSink struct {
 	ctx   context.Context //nolint:containedctx // the connection's: a client that leaves ends every wait of a write
+	srv   *Server         // whose budget of unfinished writes the sink's writes hold
 	stop  <-chan struct{} // closed when the stream ends early (the client broke the protocol): waits for room end
 	ws    *websocket.Conn
 	o     WSOptions
 	topic string
 
-	pend   []byte // bytes of a frame not whole yet
-	opened bool   // the opening message went out
-	lastID []byte // the id of the last message sent: the client's position
-	msg    []byte // scratch
+	pend     []byte // bytes of a frame not whole yet
+	opened   bool   // a message went out
+	openSent bool   // the open message went out
+	retry    int64  // the retry line that came before the open message, for it; valid with hasRetry
+	hasRetry bool
+	lastID   []byte // the id of the last message sent: the client's position
+	msg      []byte // scratch
+
+	// publishing: the read loop is publishing a message of the client's (Inbound), so its pongs and
+	// acknowledgements wait unread; the time does not count against the client (ping, waitRoom), nor does
+	// a write timeout after it ended (published, monoNow), for what waited behind it to be read.
+	publishing atomic.Bool
+	published  atomic.Int64
 
 	mu       sync.Mutex
-	inflight []string      // ids of messages not acknowledged yet, in order
+	inflight []uint64      // the idHash of each message not acknowledged yet, in order
 	room     chan struct{} // signaled when acknowledgements make room
-	bad      error         // what the client did wrong, for the close
+	bad      error         // why the stream ended early (the client did wrong, a message was not published), for the close
+	badCode  websocket.StatusCode
 }
 
-func newWSSink(ctx context.Context, stop <-chan struct{}, ws *websocket.Conn, o WSOptions, topic string) *wsSink {
-	return &wsSink{ctx: ctx, stop: stop, ws: ws, o: o, topic: topic, room: make(chan struct{}, 1)}
+func newWSSink(ctx context.Context, srv *Server, stop <-chan struct{}, ws *websocket.Conn, o WSOptions, topic string) *wsSink {
+	return &wsSink{ctx: ctx, srv: srv, stop: stop, ws: ws, o: o, topic: topic, room: make(chan struct{}, 1)}
 }
 
 // errAckTimeout: the client acknowledged nothing for the write timeout with MaxInFlight messages waiting.
 var errAckTimeout = errors.New("stream: messages not acknowledged within the write timeout")
 
+// write turns the frames of spans into messages and sends them. It holds the pod's budget of unfinished writes
+// (Config.PendingBytes) itself, for the bytes not sent yet, only while it sends: with acknowledgements it
+// waits for room between messages, and a client that acknowledges slowly must not hold the budget other
+// clients' writes need meanwhile (its own bound is max_in_flight). The write timeout bounds the sending
+// between two waits for room, and each wait: a client is too slow when it takes no message, or acknowledges
+// nothing, for that long, not when a batch of many messages takes longer than it in all.
 func (s *wsSink) write(spans [][]byte, timeout time.Duration) (int, error) {
-	ctx, cancel := context.WithTimeout(s.ctx, timeout)
-	defer cancel()
 	for _, b := range spans {
 		s.pend = append(s.pend, b...)
 	}
 	n := 0
 	for {
-		i := bytes.Index(s.pend, []byte("\n\n"))
-		if i < 0 {
-			return n, nil
-		}
-		frame := s.pend[:i+1]
-		m, err := s.send(ctx, parseWSFrame(frame))
+		m, blocked, err := s.sendSome(timeout)
 		n += m
-		s.pend = s.pend[:copy(s.pend, s.pend[i+2:])]
-		if err != nil {
+		if err != nil || !blocked {
+			if len(s.pend) == 0 && cap(s.pend) > wsKeepPend {
+				s.pend = nil
+			}
+			return n, err
+		}
+		if err := s.waitRoom(timeout); err != nil {
 			return n, err
 		}
 	}
 }
 
-// wsFrame is an SSE frame's fields.
-type wsFrame struct {
-	id, event, data []byte
-	hasData         bool
-	retry           int64 // -1 for none
-	meta            []byte
-	undecodable     []byte // the undecodable field: why a schema format sent the value as it is
-	topic           []byte // the topic line of a stream of several topics (multi.go); nil for none
-	comment         bool   // comments alone: a keep-alive
-}
-
-func parseWSFrame(frame []byte) wsFrame {
-	f := wsFrame{retry: -1}
-	var data [][]byte
-	for line := range bytes.Lines(frame) {
-		line = bytes.TrimSuffix(line, []byte("\n"))
-		switch {
-		case bytes.HasPrefix(line, metaPrefix[:len(metaPrefix)-1]):
-			f.meta = line[len(metaPrefix):]
-		case len(line) > 0 && line[0] == ':':
-			f.comment = true
-		case bytes.HasPrefix(line, []byte("id: ")):
-			f.id = line[len("id: "):]
-		case bytes.HasPrefix(line, []byte("event: ")):
-			f.event = line[len("event: "):]
-		case bytes.HasPrefix(line, []byte("data: ")) || bytes.Equal(line, []byte("data:")):
-			data = append(data, bytes.TrimPrefix(bytes.TrimPrefix(line, []byte("data:")), []byte(" ")))
-			f.hasData = true
-		case bytes.HasPrefix(line, topicLinePrefix):
-			f.topic = line[len(topicLinePrefix):]
-		case bytes.HasPrefix(line, undecodablePrefix):
-			f.undecodable = line[len(undecodablePrefix):]
-		case bytes.HasPrefix(line, []byte("retry: ")):
-			f.retry, _ = strconv.ParseInt(string(line[len("retry: "):]), 10, 64)
+// sendSome sends the whole frames pend holds, within one write timeout, holding the bytes not sent yet, until
+// a message needs room that acknowledgements have not made yet (blocked).
+func (s *wsSink) sendSome(timeout time.Duration) (n int, blocked bool, err error) {
+	if !bytes.Contains(s.pend, []byte("\n\n")) {
+		return 0, false, nil
+	}
+	held := len(s.pend)
+	if !s.srv.hold(held) {
+		return 0, false, errPending
+	}
+	defer s.srv.release(held)
+	ctx, cancel := context.WithTimeout(s.ctx, timeout)
+	defer cancel()
+	for {
+		i := bytes.Index(s.pend, []byte("\n\n"))
+		if i < 0 {
+			return n, false, nil
+		}
+		f := parseWSFrame(s.pend[:i+1])
+		if f.hasData && s.o.Acks && !s.hasRoom() {
+			return n, true, nil
+		}
+		m, err := s.send(ctx, f, timeout)
+		n += m
+		s.pend = s.pend[:copy(s.pend, s.pend[i+2:])]
+		if err != nil {
+			return n, false, err
 		}
 	}
-	f.data = bytes.Join(data, []byte("\n"))
-	return f
 }
 
-// send sends what f says: a ping for a keep-alive, else one message.
-func (s *wsSink) send(ctx context.Context, f wsFrame) (int, error) {
+// holdsOwn says the sink holds the bytes of its writes itself (see write).
+func (s *wsSink) holdsOwn() bool { return true }
+
+// send sends what f says: a ping for a keep-alive (answered within timeout), else one message.
+func (s *wsSink) send(ctx context.Context, f wsFrame, timeout time.Duration) (int, error) {
 	if !f.hasData && f.id == nil {
 		if f.comment {
-			return 0, s.ws.Ping(ctx)
+			return 0, s.ping(timeout)
 		}
 		return 0, nil // a retry line alone: the stream ends before it says where it is
-	}
-	if f.hasData && s.o.Acks {
-		if err := s.waitRoom(ctx); err != nil {
-			return 0, err
-		}
 	}
 	s.msg = s.appendMessage(s.msg[:0], f)
 	s.lastID = append(s.lastID[:0], f.id...)
 	if f.hasData && s.o.Acks {
-		s.mu.Lock()
-		s.inflight = append(s.inflight, string(f.id))
-		s.mu.Unlock()
+		s.waitAck(f.id)
 	}
-	return len(s.msg), s.ws.Write(ctx, websocket.MessageText, s.msg)
+	n, err := len(s.msg), s.ws.Write(ctx, websocket.MessageText, s.msg)
+	if cap(s.msg) > wsKeepMsg {
+		s.msg = nil // a big record's message is not kept for the rest of the connection
+	}
+	return n, err
 }
 
-// waitRoom waits until fewer than MaxInFlight messages wait for acknowledgement.
-func (s *wsSink) waitRoom(ctx context.Context) error {
+// waitAck counts the message with id as waiting for its acknowledgement.
+func (s *wsSink) waitAck(id []byte) {
+	s.mu.Lock()
+	s.inflight = append(s.inflight, idHash(id))
+	s.mu.Unlock()
+}
+
+// What a socket keeps of its scratch between writes: a big record's frame and message are let go once sent,
+// so that one big record does not cost its size twice for the connection's life.
+const (
+	wsKeepMsg  = 16 << 10
+	wsKeepPend = 128 << 10 // two writes of 64 KiB, what a catch-up sends
+)
+
+// idSeed seeds idHash, differently in every process, so that a client cannot choose an id that collides with
+// another.
+var idSeed = maphash.MakeSeed()
+
+// idHash is what a socket keeps of a message waiting for its acknowledgement: 8 bytes, however long its id (a
+// several-topic id over many partitions is kilobytes, and up to 10,000 may wait). An acknowledgement names an
+// id; one whose hash is another's (a chance of 2^-64) would acknowledge that one, to its own client's harm
+// only.
+func idHash(id []byte) uint64 { return maphash.Bytes(idSeed, id) }
+
+// ping pings the client and waits for its pong, at most timeout of the client's own time: while the read loop
+// publishes a message of the client's (which may take longer than timeout when Kafka is slow), the pong cannot
+// be read, and the wait goes on until a timeout has passed with nothing being published.
+func (s *wsSink) ping(timeout time.Duration) error {
+	ctx, cancel := context.WithCancel(s.ctx)
+	defer cancel()
+	pong := make(chan error, 1)
+	go func() { pong <- s.ws.Ping(ctx) }()
+	t := time.NewTimer(timeout)
+	defer t.Stop()
 	for {
-		s.mu.Lock()
-		n := len(s.inflight)
-		s.mu.Unlock()
-		if n < s.o.MaxInFlight {
-			return nil
+		select {
+		case err := <-pong:
+			return err
+		case <-t.C:
+			if rest := s.publishWait(timeout); rest > 0 {
+				t.Reset(rest)
+				continue
+			}
+			cancel()
+			if err := <-pong; err == nil {
+				return nil // the pong came as the wait ended
+			}
+			return errPongTimeout
 		}
+	}
+}
+
+// publishWait is how much longer a wait of the client's that timed out goes on because of a publish: all of
+// timeout while one is under way, and what is left of timeout since one ended; 0 for none.
+func (s *wsSink) publishWait(timeout time.Duration) time.Duration {
+	if s.publishing.Load() {
+		return timeout
+	}
+	if end := s.published.Load(); end != 0 {
+		return timeout - time.Duration(monoNow()-end)
+	}
+	return 0
+}
+
+// errPongTimeout: the client answered no ping within the write timeout.
+var errPongTimeout = errors.New("stream: no pong within the write timeout")
+
+// hasRoom says fewer than MaxInFlight messages wait for acknowledgement.
+func (s *wsSink) hasRoom() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.inflight) < s.o.MaxInFlight
+}
+
+// waitRoom waits until fewer than MaxInFlight messages wait for acknowledgement, at most timeout without an
+// acknowledgement.
+func (s *wsSink) waitRoom(timeout time.Duration) error {
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	for !s.hasRoom() {
 		select {
 		case <-s.room:
 		case <-s.stop:
 			return context.Canceled // the stream ended: the close says why
-		case <-ctx.Done():
-			if s.ctx.Err() != nil {
-				return s.ctx.Err()
+		case <-s.ctx.Done():
+			return s.ctx.Err()
+		case <-t.C:
+			if rest := s.publishWait(timeout); rest > 0 {
+				t.Reset(rest) // its acknowledgements wait unread behind the message being published
+				continue
 			}
 			return errAckTimeout
 		}
 	}
-}
-
-// appendMessage appends the JSON message of f, its fields in name order (as encoding/json writes a map). It is
-// built by hand: one is built per frame and per connection, and a map through encoding/json cost most of a
-// WebSocket delivery.
-func (s *wsSink) appendMessage(dst []byte, f wsFrame) []byte {
-	event := f.event
-	switch {
-	case !f.hasData && !s.opened:
-		event = eventOpen
-	case !f.hasData:
-		event = eventPosition
-	case len(event) == 0:
-		event = eventMessage
-	}
-	retry := int64(-1)
-	if !s.opened {
-		retry = f.retry
-	}
-	s.opened = true
-	m := parseMeta(f.meta)
-	isJSON := f.hasData && json.Valid(f.data)
-	field := func(dst []byte, name string) []byte {
-		if dst[len(dst)-1] != '{' {
-			dst = append(dst, ',')
-		}
-		dst = append(dst, '"')
-		dst = append(dst, name...)
-		return append(dst, '"', ':')
-	}
-	dst = append(dst, '{')
-	if f.hasData {
-		dst = appendData(field(dst, "data"), f.data, isJSON)
-	}
-	if s.o.Format == "cloudevents" {
-		if f.hasData {
-			ct := "text/plain"
-			if isJSON {
-				ct = "application/json"
-			}
-			dst = appendJSONString(field(dst, "datacontenttype"), []byte(ct))
-		}
-		dst = appendJSONString(field(dst, "id"), f.id)
-		if m.ok {
-			dst = strconv.AppendInt(field(dst, "kafkaoffset"), m.offset, 10)
-			dst = strconv.AppendInt(field(dst, "kafkapartition"), int64(m.partition), 10)
-		}
-		if retry >= 0 {
-			dst = strconv.AppendInt(field(dst, "retry"), retry, 10)
-		}
-		topic := f.topic
-		if topic == nil {
-			topic = []byte(s.topic)
-		}
-		dst = appendJSONString(field(dst, "source"), append([]byte("/topics/"), topic...))
-		dst = appendJSONString(field(dst, "specversion"), []byte("1.0"))
-		if m.key != nil {
-			dst = appendJSONString(field(dst, "subject"), m.key)
-		}
-		dst = appendJSONString(field(dst, "type"), event)
-		if f.undecodable != nil {
-			dst = appendJSONString(field(dst, "undecodable"), f.undecodable)
-		}
-		return append(dst, '}')
-	}
-	dst = appendJSONString(field(dst, "event"), event)
-	dst = appendJSONString(field(dst, "id"), f.id)
-	if m.key != nil {
-		dst = appendJSONString(field(dst, "key"), m.key)
-	}
-	if m.ok {
-		dst = strconv.AppendInt(field(dst, "offset"), m.offset, 10)
-		dst = strconv.AppendInt(field(dst, "partition"), int64(m.partition), 10)
-	}
-	if retry >= 0 {
-		dst = strconv.AppendInt(field(dst, "retry"), retry, 10)
-	}
-	if f.topic != nil {
-		dst = appendJSONString(field(dst, "topic"), f.topic)
-	}
-	if f.undecodable != nil {
-		dst = appendJSONString(field(dst, "undecodable"), f.undecodable)
-	}
-	return append(dst, '}')
-}
-
-var undecodablePrefix = []byte(feed.UndecodableField + ": ")
-
-var (
-	eventDrain    = []byte(feed.EventDrain)
-	eventOpen     = []byte(feed.EventOpen)
-	eventPosition = []byte(feed.EventPosition)
-	eventMessage  = []byte(feed.MessageEvent)
-)
-
-// meta is a record's meta line, parsed.
-type meta struct {
-	ok        bool
-	partition int32
-	offset    int64
-	key       []byte // as the message shows it: the text, or "base64:" and its base64; nil for none
-}
-
-// parseMeta parses "<partition> <offset> <key in base64, or ->".
-func parseMeta(line []byte) meta {
-	f := bytes.Fields(line)
-	if len(f) != 3 {
-		return meta{}
-	}
-	p, err1 := strconv.ParseInt(string(f[0]), 10, 32)
-	o, err2 := strconv.ParseInt(string(f[1]), 10, 64)
-	if err1 != nil || err2 != nil {
-		return meta{}
-	}
-	m := meta{ok: true, partition: int32(p), offset: o}
-	if !bytes.Equal(f[2], []byte("-")) {
-		m.key = keyValue(f[2])
-	}
-	return m
-}
-
-// appendData appends data as JSON when it is JSON (compacted, as encoding/json writes raw JSON), else as a
-// string.
-func appendData(dst, data []byte, isJSON bool) []byte {
-	if !isJSON {
-		return appendJSONString(dst, data)
-	}
-	if !bytes.ContainsAny(data, " \t\r\n") {
-		return append(dst, data...)
-	}
-	var b bytes.Buffer
-	_ = json.Compact(&b, data) // valid: checked
-	return append(dst, b.Bytes()...)
-}
-
-// appendJSONString appends s as a JSON string, escaped as encoding/json escapes it (HTML characters too,
-// invalid UTF-8 replaced); plain printable ASCII, the usual case, is copied as it is.
-func appendJSONString(dst, s []byte) []byte {
-	for _, c := range s {
-		if c < 0x20 || c >= 0x80 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			b, _ := json.Marshal(string(s)) // a string always marshals
-			return append(dst, b...)
-		}
-	}
-	dst = append(dst, '"')
-	dst = append(dst, s...)
-	return append(dst, '"')
-}
-
-// keyValue is a key (base64 in a meta line) as text when it is UTF-8, else "base64:" and its base64, as
-// value-format auto writes values.
-func keyValue(b64 []byte) []byte {
-	k, err := base64.StdEncoding.AppendDecode(nil, b64)
-	if err != nil {
-		return nil
-	}
-	if utf8.Valid(k) {
-		return k
-	}
-	return append([]byte("base64:"), b64...)
+	return nil
 }
 
 // hello reads the client's first message, its position: {"last_event_id": "<id>"} ("" for none).
@@ -539,9 +459,18 @@ func (s *wsSink) readLoop(ctx context.Context, gone, stop context.CancelFunc) {
 			s.fail(errors.New(`unexpected message: without publish=1 the client sends only {"ack": "<id>"}`))
 			return
 		}
-		reply, ok := s.o.Inbound(ctx, b)
-		if !ok && !s.o.Results {
-			s.fail(fmt.Errorf("message not published: %s", reply))
+		s.publishing.Store(true)
+		reply, status := s.o.Inbound(ctx, b)
+		s.published.Store(monoNow())
+		s.publishing.Store(false)
+		if status != http.StatusOK && !s.o.Results {
+			// Without answers, a message not published closes the connection: the client learns that it and
+			// every message after it were not published. Kafka's failures are the server's (1011: send again).
+			code := websocket.StatusPolicyViolation
+			if status >= http.StatusInternalServerError {
+				code = websocket.StatusInternalError
+			}
+			s.failWith(code, fmt.Errorf("message not published: %s", reply))
 			return
 		}
 		if s.o.Results {
@@ -574,9 +503,13 @@ func parseAck(b []byte) (string, bool) {
 	return *m.Ack, true
 }
 
-func (s *wsSink) fail(err error) {
+// fail ends the stream for what the client did wrong: the connection closes with 1008 and err.
+func (s *wsSink) fail(err error) { s.failWith(websocket.StatusPolicyViolation, err) }
+
+// failWith ends the stream early: the connection closes with code and err.
+func (s *wsSink) failWith(code websocket.StatusCode, err error) {
 	s.mu.Lock()
-	s.bad = err
+	s.bad, s.badCode = err, code
 	s.mu.Unlock()
 }
 
@@ -584,9 +517,9 @@ func (s *wsSink) fail(err error) {
 func (s *wsSink) ack(id string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	last := -1
+	h, last := maphash.String(idSeed, id), -1
 	for i, x := range s.inflight {
-		if x == id {
+		if x == h {
 			last = i
 		} else if last >= 0 {
 			break
@@ -605,16 +538,19 @@ func (s *wsSink) ack(id string) bool {
 
 // close closes the WebSocket with the code and reason of the stream's end.
 func (s *wsSink) close(reason CloseReason, err error) {
-	s.mu.Lock()
-	bad := s.bad
-	s.mu.Unlock()
+	badCode := websocket.StatusPolicyViolation // an error of the caller's: the hello broke the protocol
 	if err == nil {
-		err = bad
+		s.mu.Lock()
+		err = s.bad
+		if s.bad != nil {
+			badCode = s.badCode
+		}
+		s.mu.Unlock()
 	}
 	code, text := websocket.StatusNormalClosure, reason.String()
 	switch {
 	case err != nil:
-		code, text = websocket.StatusPolicyViolation, err.Error()
+		code, text = badCode, err.Error()
 	case reason == ReasonClientGone:
 		_ = s.ws.CloseNow()
 		return
@@ -634,9 +570,7 @@ func (s *wsSink) close(reason CloseReason, err error) {
 	case reason == ReasonReplayFailed || reason == ReasonBehind:
 		code, text = websocket.StatusInternalError, "could not read what the stream needs from Kafka: reconnect from the last id"
 	}
-	if len(text) > 120 {
-		text = text[:120] // a close frame's reason fits 123 bytes
-	}
+	text = cutUTF8(text, 120) // a close frame's reason fits 123 bytes
 	// Close waits for the client's close frame, a few seconds at most, then closes the connection.
 	_ = s.ws.Close(code, text)
 }

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"net/url"
+	"slices"
 	"testing"
+	"unicode/utf8"
 )
 
 // TestWSMessages: every kind of frame a stream writes becomes its WebSocket message: the opening block, a
@@ -56,7 +58,7 @@ func TestWSMessages(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			s := &wsSink{o: WSOptions{Format: tc.format}, topic: "t", opened: tc.opened}
+			s := &wsSink{o: WSOptions{Format: tc.format}, topic: "t", opened: tc.opened, openSent: tc.opened}
 			got := s.appendMessage(nil, parseWSFrame([]byte(tc.frame)))
 			var g, w any
 			if err := json.Unmarshal(got, &g); err != nil {
@@ -77,7 +79,10 @@ func TestWSMessages(t *testing.T) {
 
 // TestWSAcks: an acknowledgement is cumulative; one of an id that is not waiting is refused.
 func TestWSAcks(t *testing.T) {
-	s := &wsSink{room: make(chan struct{}, 1), inflight: []string{"v1:0-1", "v1:0-1", "v1:0-2", "v1:0-3"}}
+	s := &wsSink{room: make(chan struct{}, 1)}
+	for _, id := range []string{"v1:0-1", "v1:0-1", "v1:0-2", "v1:0-3"} {
+		s.inflight = append(s.inflight, idHash([]byte(id)))
+	}
 	if !s.ack("v1:0-1") || len(s.inflight) != 2 {
 		t.Fatalf("after ack of v1:0-1: %v", s.inflight)
 	}
@@ -118,5 +123,71 @@ func TestParseWSOptions(t *testing.T) {
 			o.Hello != tc.want.Hello || o.Publish != tc.want.Publish || o.Results != tc.want.Results {
 			t.Errorf("%q: %+v, %v; want %+v", tc.q, o, err, tc.want)
 		}
+	}
+}
+
+// TestWSMessageInvalidUTF8: a JSON value whose strings hold bytes that are not UTF-8 (encoding/json's Valid
+// takes it) goes out as UTF-8, each such byte a U+FFFD, as in a value that is not JSON: a text message that is
+// not UTF-8 makes a browser fail the socket, and its resume fails on the same record again.
+func TestWSMessageInvalidUTF8(t *testing.T) {
+	for _, tc := range []struct{ name, data, want string }{
+		{"json", "{\"a\": \"x\xffy\xc3\"}", `{"a":"x` + "\uFFFD" + "y\uFFFD" + `"}`},
+		{"json, compact", "[\"\xed\xa0\x80\"]", `["` + "\uFFFD\uFFFD\uFFFD" + `"]`},
+		{"text", "x\xffy", `"x\ufffdy"`},
+		{"valid", `{"a":"é"}`, `{"a":"é"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &wsSink{o: WSOptions{Format: "json"}, topic: "t", opened: true, openSent: true}
+			got := s.appendMessage(nil, parseWSFrame([]byte("id: v1:0-5\n::m 0 5 -\ndata: "+tc.data+"\n\n")))
+			if !utf8.Valid(got) {
+				t.Fatalf("message %q is not UTF-8", got)
+			}
+			var m struct{ Data json.RawMessage }
+			if err := json.Unmarshal(got, &m); err != nil || string(m.Data) != tc.want {
+				t.Errorf("data %s (%v), want %s", m.Data, err, tc.want)
+			}
+		})
+	}
+}
+
+// TestCutUTF8: a close reason is cut at a character's start, never inside one.
+func TestCutUTF8(t *testing.T) {
+	for _, tc := range []struct {
+		s    string
+		n    int
+		want string
+	}{
+		{"abc", 5, "abc"},
+		{"abcdef", 3, "abc"},
+		{"ab\u00e9", 3, "ab"},      // é is 2 bytes: cutting at 3 would split it
+		{"a\u20acb", 3, "a"},       // EUR is 3 bytes
+		{"a\u20acb", 4, "a\u20ac"}, // it fits whole
+	} {
+		if got := cutUTF8(tc.s, tc.n); got != tc.want || !utf8.ValidString(got) {
+			t.Errorf("cutUTF8(%q, %d) = %q, want %q", tc.s, tc.n, got, tc.want)
+		}
+	}
+}
+
+// TestWSOpenAfterResync: a stream whose id is invalid starts with a resync (invalid-id), then its open message,
+// which carries the retry, as every stream's does; later positions are position messages. Before, the resync
+// took the retry and the open message never came (a position message in its place).
+func TestWSOpenAfterResync(t *testing.T) {
+	s := &wsSink{o: WSOptions{Format: "json"}, topic: "t"}
+	var got []string
+	for _, f := range []string{
+		"retry: 3000\nid: v1:\nevent: resync\ndata: {\"reason\":\"invalid-id\"}\n\n",
+		"id: v1:\n\n",
+		"id: v1:0-1\n\n",
+	} {
+		got = append(got, string(s.appendMessage(nil, parseWSFrame([]byte(f)))))
+	}
+	want := []string{
+		`{"data":{"reason":"invalid-id"},"event":"resync","id":"v1:"}`,
+		`{"event":"open","id":"v1:","retry":3000}`,
+		`{"event":"position","id":"v1:0-1"}`,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("messages\n got %q\nwant %q", got, want)
 	}
 }
