@@ -68,8 +68,14 @@ func (ps *poolServer) start(t *testing.T) *poolServer {
 	t.Cleanup(func() {
 		ps.hs.Close()
 		ps.srv.Close()
+		// A stream net/http serves (HTTP/2, TLS) ends on its handler's goroutine, which httptest's Close does
+		// not wait for on an HTTP/2 connection: its end is counted a moment after.
+		deadline := time.Now().Add(10 * time.Second)
+		for ps.st.Open.Load() != 0 && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
 		if n := ps.st.Open.Load(); n != 0 {
-			t.Errorf("Open = %d after Close, want 0", n)
+			t.Errorf("Open = %d 10 s after Close, want 0", n)
 		}
 	})
 	return ps
