@@ -354,6 +354,9 @@ function openSocket(u, c) {
   return sock;
 }
 
+// The messages of the WebSocket protocol that are no record.
+const ownSocketEvents = new Set(["open", "position", "drain", ...ownEvents]);
+
 // socketMessage hands one message to the page; it reports whether it was the open message.
 function socketMessage(c, text) {
   let m;
@@ -385,8 +388,6 @@ function socketMessage(c, text) {
   }
   return false;
 }
-
-const ownSocketEvents = new Set(["open", "position", "drain", ...ownEvents]);
 
 // socketClosed decides what a closed socket means. 1008 (a policy violation) and 1009 (a message too big)
 // would come again: the stream stops, as an EventSource does on an error answer. Anything else (1001 going
