@@ -1,6 +1,7 @@
-// ssegate.js: the browser client of an ssegate gateway, an ES module without a build step, served by every
-// gateway at /ssegate.js (docs/gateway.md, "The browser client"). It wraps an EventSource and adds what a
-// page needs beyond it:
+// ssegate.js: the JavaScript client of an ssegate gateway, an ES module without a build step, published to npm
+// as "ssegate" (package.json, ssegate.d.ts, README.md) and served by every gateway at /ssegate.js
+// (docs/gateway.md, "The browser client"). It wraps an EventSource, or a WebSocket of /ws/{topics}, and adds
+// what a page needs beyond it:
 //
 //   - the position survives a reload: the last id is kept in sessionStorage and sent as last_event_id when
 //     the page opens the stream again (an EventSource sends Last-Event-ID only on its own reconnects);
@@ -124,7 +125,8 @@ function storeID(opts, key, id) {
 const ownEvents = new Set(["resync", "resumed", "token-expiring", "token-expired", "live"]);
 
 // connect opens the stream at url (an absolute or page-relative URL of /streams/{topic}, or of a stream of
-// several topics, /streams/orders,payments, with any query parameters: key=, event=, from=, ...) and returns
+// several topics, /streams/orders,payments, or of /ws/{topics} with the WebSocket transport, with any query
+// parameters: key=, event=, from=, ...) and returns
 // {close(), get id(), get source()}. Options:
 //
 //   storageKey   the sessionStorage key of the position (default "ssegate:" + the URL without its query);
