@@ -3,7 +3,7 @@
 // parseID turns "v1:0-12.1-7" into {0: 12, 1: 7}; null for anything else. It is the browser client's own
 // (the gateway serves it as /ssegate.js), so the id logic exists once in JavaScript; testdata/vectors.json
 // holds the cases it and the gateway's decoder both check.
-import { parseID } from "../../services/gateway/internal/app/dashboard/ssegate.js";
+import { parseID } from "../../pkg/clientjs/ssegate.js";
 
 export { parseID };
 

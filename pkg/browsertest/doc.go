@@ -4,6 +4,10 @@
 // `make test` installs their npm packages (package.json, package-lock.json) here; the gateway's browser
 // tests (services/gateway/internal/app, browser_*_test.go) run them under node.
 //
+// The JavaScript client's Node tests use its npm packages too: eventsource and ws (clientjs.mjs, which
+// services/e2e's TestNodeClient runs), and typescript (pkg/clientjs's TestDeclarations); Node returns the
+// binary and the packages' folder, skipping a test that cannot have them.
+//
 // Its Go API runs the AsyncAPI project's own parser on a document (ParseAsyncAPI, asyncapi.mjs), for the tests
 // of the gateway's AsyncAPI document.
 package browsertest

@@ -70,6 +70,18 @@ type clientEvent struct {
 // it kept in sessionStorage (an EventSource alone would start over from the latest record): every record
 // once, in order, across the reload. Values that are not text arrive as bytes, decoded from base64.
 func TestBrowserClientModule(t *testing.T) {
+	clientModule(t, "/streams/")
+}
+
+// TestBrowserClientWebSocket: TestBrowserClientModule over the module's WebSocket transport (a ws: URL of
+// /ws/{topic}): the same records, once, in order, across the reload, resumed from the position it kept.
+func TestBrowserClientWebSocket(t *testing.T) {
+	clientModule(t, "/ws/")
+}
+
+// clientModule is TestBrowserClientModule on the stream of route (/streams/ or /ws/).
+func clientModule(t *testing.T, route string) {
+	t.Helper()
 	browserTools(t)
 	topic := kafkatest.NewTopic(t, 2, nil)
 	const n, reloadAt = 40, 15
@@ -80,7 +92,7 @@ func TestBrowserClientModule(t *testing.T) {
 		return fmt.Appendf(nil, "record-%d", i)
 	}
 	cl := kafkatest.Client(t, kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	events := reloadedPage(t, []string{topic}, "/streams/"+topic, n, reloadAt, func(i int) *kgo.Record {
+	events := reloadedPage(t, []string{topic}, route+topic, n, reloadAt, func(i int) *kgo.Record {
 		// Records of both partitions, 30 ms apart: live and replayed (by timestamp) alike, the page gets them
 		// in the order produced.
 		return &kgo.Record{Partition: int32(i % 2), Value: value(i)}
@@ -92,6 +104,9 @@ func TestBrowserClientModule(t *testing.T) {
 			got = []byte(*ev.Text)
 		}
 		if ev.Type != "message" || ev.Topic != topic || string(got) != string(want) || (i%5 == 4) != (ev.Bytes != nil) {
+			for j, e := range events {
+				t.Logf("%d %s %v %q", j, e.ID, e.Bytes, derefText(e.Text))
+			}
 			t.Fatalf("record %d: %+v (text %v), want %q of %s", i, ev, ev.Text, want, topic)
 		}
 		if _, err := position.Parse(ev.ID); err != nil {
@@ -124,7 +139,8 @@ func TestBrowserClientTopics(t *testing.T) {
 }
 
 // reloadedPage serves clientPage (a page of another origin, following path on a gateway of topics with the
-// client module), has the driver reload it after reloadAt records, produces n records (record(i), 30 ms
+// client module; a path of /ws/ as a ws: URL, which the module reads with its WebSocket transport), has the
+// driver reload it after reloadAt records, produces n records (record(i), 30 ms
 // apart) meanwhile, and returns every record the page's account holds after the reload, which must be n, the
 // ones before the reload first.
 func reloadedPage(t *testing.T, topics []string, path string, n, reloadAt int, record func(int) *kgo.Record, cl *kgo.Client) []clientEvent {
@@ -139,7 +155,11 @@ func reloadedPageOf(t *testing.T, page *template.Template, topics []string, path
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		_ = page.Execute(w, map[string]string{"Gateway": g.url, "Stream": g.url + path})
+		stream := g.url + path
+		if strings.HasPrefix(path, "/ws/") {
+			stream = "ws" + strings.TrimPrefix(stream, "http")
+		}
+		_ = page.Execute(w, map[string]string{"Gateway": g.url, "Stream": stream})
 	})
 	app := httptest.NewServer(mux)
 	t.Cleanup(app.Close)
@@ -337,4 +357,12 @@ func TestBrowserClientOpeningID(t *testing.T) {
 			t.Fatalf("record %d: %+v (text %v), want record-%d", i, ev, ev.Text, i)
 		}
 	}
+}
+
+// derefText is a record's text for a test's log ("<nil>" for bytes).
+func derefText(s *string) string {
+	if s == nil {
+		return "<nil>"
+	}
+	return *s
 }

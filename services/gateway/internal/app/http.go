@@ -15,6 +15,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/ssegate/ssegate/pkg/clientjs"
 	"github.com/ssegate/ssegate/services/gateway/internal/auth"
 	"github.com/ssegate/ssegate/services/gateway/internal/limit"
 	"github.com/ssegate/ssegate/services/gateway/internal/publish"
@@ -254,12 +255,13 @@ func (a *App) handleReady(c *gin.Context) {
 
 var dashboardTmpl = template.Must(template.ParseFS(dashboardFS, "dashboard/index.html"))
 
-// dashboardScripts are the browser client (ssegate.js), which the dashboard and pages of any origin import,
+// dashboardScripts are the browser client (ssegate.js, pkg/clientjs), which the dashboard and pages of any
+// origin import,
 // and the dashboard's own scripts: public code, so any origin may load them (a module script is fetched with
 // CORS).
 var dashboardScripts = func() map[string][]byte {
-	m := map[string][]byte{}
-	for _, name := range []string{"ssegate.js", "dashboard.js", "ws.js"} {
+	m := map[string][]byte{"ssegate.js": clientjs.Source}
+	for _, name := range []string{"dashboard.js", "ws.js"} {
 		b, err := dashboardFS.ReadFile("dashboard/" + name)
 		if err != nil {
 			panic(err) // embedded: only a broken build gets here

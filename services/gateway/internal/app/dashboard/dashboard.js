@@ -1,7 +1,7 @@
 // dashboard.js: the script of the gateway's dashboard (GET /, docs/gateway.md "/ (dashboard)"). The id, value
 // and EventSource logic is the client module's (ssegate.js, "The browser client"); this file is what the page
 // shows of it. The WebSocket transport has its own loop (ws.js): a WebSocket is not an EventSource.
-import { connect as follow, parseID, parseTopicsID, decodeValue } from "./ssegate.js";
+import { connect as follow, parseID, parseTopicsID } from "./ssegate.js";
 import { followWS } from "./ws.js";
 
 const el = (id) => document.getElementById(id);
@@ -327,9 +327,9 @@ const connectSSE = () => {
 const wsPage = followWS({
   url: (resumeFrom) => streamURL(resumeFrom, true),
   setState, opened, onResumed, onResync, onLive,
-  onRecord: (r, meta) => onRecord({ ...r, ...decodeValue(r.data, formats[r.topic] ?? "auto") }, meta),
+  format: formats,
+  onRecord,
   onPosition: (id) => { if (!id.startsWith("v2:")) { advance(id); showPositions([]); } },
-  topicOf: (m) => m.topic ?? current.topics[0],
   seen,
 });
 

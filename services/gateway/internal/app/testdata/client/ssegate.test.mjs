@@ -1,7 +1,7 @@
-// Checks of the browser client module (dashboard/ssegate.js) that need no browser: run by Node from
+// Checks of the browser client module (pkg/clientjs/ssegate.js) that need no browser: run by Node from
 // TestBrowserClientNode, with an EventSource and a sessionStorage of this file's own.
 import assert from "node:assert/strict";
-import { connect, parseTopicsID, defaultStorageKey } from "../../dashboard/ssegate.js";
+import { connect, parseTopicsID, defaultStorageKey } from "../../../../../../pkg/clientjs/ssegate.js";
 
 // FakeSource records what connect opens and lets the test hand it events.
 class FakeSource {
