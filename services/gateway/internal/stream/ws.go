@@ -72,16 +72,16 @@ func ParseWSOptions(q url.Values) (WSOptions, error) {
 		o.Format = v
 	}
 	var err error
-	if o.Acks, err = boolParam(q, "ack"); err != nil {
+	if o.Acks, err = flag(q, "ack"); err != nil {
 		return o, err
 	}
-	if o.Hello, err = boolParam(q, "hello"); err != nil {
+	if o.Hello, err = flag(q, "hello"); err != nil {
 		return o, err
 	}
-	if o.Publish, err = boolParam(q, "publish"); err != nil {
+	if o.Publish, err = flag(q, "publish"); err != nil {
 		return o, err
 	}
-	if o.Results, err = boolParam(q, "publish_results"); err != nil {
+	if o.Results, err = flag(q, "publish_results"); err != nil {
 		return o, err
 	}
 	if o.Results && !o.Publish {
@@ -100,20 +100,6 @@ func ParseWSOptions(q url.Values) (WSOptions, error) {
 		o.MaxInFlight = n
 	}
 	return o, nil
-}
-
-func boolParam(q url.Values, name string) (bool, error) {
-	v, ok, err := single(q, name)
-	if err != nil || !ok {
-		return false, err
-	}
-	switch v {
-	case "", "1", "true":
-		return true, nil
-	case "0", "false":
-		return false, nil
-	}
-	return false, &ParamError{Param: name, Msg: fmt.Sprintf("want 1, true, 0 or false, got %q", v)}
 }
 
 // ServeWebSocket upgrades the request to a WebSocket and streams the topics of ts on it, as Serve (one topic)
