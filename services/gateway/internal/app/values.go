@@ -55,10 +55,10 @@ func (a *App) formats() (map[string]*feed.Format, error) {
 		decoders = schema.NewDecoders(src, schema.Options{
 			Timeout:      v.Registry.Timeout,
 			ValidateJSON: v.ValidateJSON,
-			OnLookup: func(result string) {
+			OnLookup: func(result string, id int, err error) {
 				a.values.lookups.count(result)
 				if result != schema.LookupOK {
-					log.Warn("schema lookup failed", slog.String("reason", result))
+					log.Warn("schema lookup failed", slog.String("reason", result), slog.Int("schema_id", id), slog.Any("err", err))
 				}
 			},
 		})

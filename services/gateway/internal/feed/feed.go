@@ -227,6 +227,9 @@ func (f *Feed) fetchLoop(ctx context.Context) {
 				byTopic[t] = append(byTopic[t], x)
 			}
 		}
+		if ready, _ := f.Ready(); !ready {
+			f.awaitSchemas(byTopic)
+		}
 		for t, xs := range byTopic {
 			t.publish(xs)
 			clear(xs)
@@ -234,6 +237,31 @@ func (f *Feed) fetchLoop(ctx context.Context) {
 		}
 		if rl, ok := f.kc.(replicaLoser); ok && rl.ReplicaLost() {
 			f.backToLeaders()
+		}
+	}
+}
+
+// awaitSchemas waits, up to the schema lookup timeout in all, for the lookups of the schemas of a poll's
+// values, before any topic's lock is taken. Only until the feed is first ready: a pod reading its prefill
+// serves no stream yet, and the records it puts into its ring are the ones clients resume from right after
+// a deploy, which should decode. Once ready the feed never waits: a value whose schema is not known yet is
+// framed undecodable (schema.Pending) and its lookup runs in the background.
+func (f *Feed) awaitSchemas(byTopic map[*Topic][]Fetched) {
+	var deadline time.Time
+	for t, xs := range byTopic {
+		k := t.format.Value.Schema()
+		if k == 0 || t.format.Schemas == nil {
+			continue
+		}
+		if deadline.IsZero() {
+			deadline = time.Now().Add(t.format.Schemas.Timeout())
+		}
+		for _, x := range xs {
+			for _, rec := range x.Records {
+				if rec.Value != nil {
+					t.format.Schemas.Await(k, rec.Value, deadline)
+				}
+			}
 		}
 	}
 }

@@ -56,14 +56,23 @@ const UndecodableField = "undecodable"
 // are the type a browser, and the gateway's own event filter, see. The frame depends only on id, rec and f,
 // so a record framed live into the ring and read back from Kafka for a resume gives the same bytes; with a
 // schema format, only while the schema's lookup has the same outcome (a value framed while the registry was
-// down, undecodable, decodes when read again once it is back).
+// down, or while its schema was being looked up, undecodable, decodes when read again once it is known).
+//
+// AppendFrame waits for the lookup of a schema not known yet, up to the lookup timeout: it frames records read
+// back from Kafka. The feed frames live records without waiting (see Topic.publish).
 func AppendFrame(dst, id []byte, rec *kgo.Record, f *Format) []byte {
+	return f.appendFrame(dst, id, rec, true)
+}
+
+// appendFrame is AppendFrame; without wait a value whose schema is not known yet is framed undecodable at
+// once (schema.Pending) while its lookup runs in the background.
+func (f *Format) appendFrame(dst, id []byte, rec *kgo.Record, wait bool) []byte {
 	typ, v, vf := deleteType, rec.Key, f.Key
 	if rec.Value != nil {
 		typ, v, vf = clientType(EventType(rec.Headers)), rec.Value, f.Value
 	}
 	if k := vf.Schema(); k != 0 {
-		return f.appendDecoded(dst, id, typ, v, k)
+		return f.appendDecoded(dst, id, typ, v, k, wait)
 	}
 	if vf.encodes(v) {
 		return appendBase64Event(dst, id, typ, v)
@@ -88,12 +97,16 @@ func (f *Format) FilterValue(scratch []byte, rec *kgo.Record) (value, grown []by
 
 // appendDecoded appends the frame of a value of a schema format: its JSON as one data line (the JSON has
 // no line ends), or, when it cannot be decoded, the value as ValueAuto writes it, after the undecodable field.
-func (f *Format) appendDecoded(dst, id, typ, v []byte, k schema.Kind) []byte {
+func (f *Format) appendDecoded(dst, id, typ, v []byte, k schema.Kind, wait bool) []byte {
 	start := len(dst)
 	// The event's lines up to its data: what the writer writes for empty data, less "data:\n\n".
 	dst = sse.AppendEventBytes(dst, id, typ, nil)
 	dataAt := len(dst) - len("data:\n\n")
-	out, err := f.Schemas.AppendJSON(append(dst[:dataAt], "data: "...), k, v)
+	render := f.Schemas.AppendJSONNow
+	if wait {
+		render = f.Schemas.AppendJSON
+	}
+	out, err := render(append(dst[:dataAt], "data: "...), k, v)
 	if err == nil {
 		return append(out, "\n\n"...)
 	}

@@ -1,13 +1,22 @@
 package feed_test
 
 import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sr"
 
 	"github.com/ssegate/ssegate/services/gateway/internal/feed"
+	"github.com/ssegate/ssegate/services/gateway/internal/memlog"
 	"github.com/ssegate/ssegate/services/gateway/internal/schema"
 )
 
@@ -68,4 +77,132 @@ func TestSchemaFrames(t *testing.T) {
 	if len(reasons) != len(want) || reasons[0] != want[0] || reasons[1] != want[1] || reasons[2] != want[2] {
 		t.Errorf("counted %v, want %v", reasons, want)
 	}
+}
+
+// slowSource is a schema source that holds every lookup until release is closed (or the lookup's context
+// ends), then answers every id with one Avro schema; it counts the lookups.
+type slowSource struct {
+	release chan struct{}
+	calls   atomic.Int64
+}
+
+const slowAvro = `{"type":"record","name":"T","fields":[{"name":"n","type":"long"}]}`
+
+func (s *slowSource) SchemaByID(ctx context.Context, _ int) (sr.Schema, error) {
+	s.calls.Add(1)
+	select {
+	case <-s.release:
+		return sr.Schema{Schema: slowAvro, Type: sr.TypeAvro}, nil
+	case <-ctx.Done():
+		return sr.Schema{}, ctx.Err()
+	}
+}
+
+func (s *slowSource) SchemaByVersion(context.Context, string, int) (sr.SubjectSchema, error) {
+	return sr.SubjectSchema{}, errors.New("no references")
+}
+
+// schemaFeed runs a feed of topics "avro" (Avro values, schemas from src) and "plain" on kc, with the reasons
+// of its undecodable values counted; it stops with the test.
+func schemaFeed(t *testing.T, kc *memlog.Cluster, src schema.Source) (*feed.Feed, *sync.Map) {
+	t.Helper()
+	reasons := &sync.Map{}
+	count := func(r schema.Reason) {
+		n, _ := reasons.LoadOrStore(r, new(atomic.Int64))
+		n.(*atomic.Int64).Add(1)
+	}
+	formats := map[string]*feed.Format{"avro": {
+		Value: feed.ValueAvro, Key: feed.ValueAuto, Undecodable: count,
+		Schemas: schema.NewDecoders(src, schema.Options{Timeout: 30 * time.Second}),
+	}}
+	f, err := feed.NewWith(feed.Config{
+		Topics: []string{"avro", "plain"}, RingBytes: 1 << 20, MetadataInterval: 50 * time.Millisecond,
+		Prefill: 100, Formats: formats,
+	}, kc.Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- f.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	return f, reasons
+}
+
+func reasonCount(reasons *sync.Map, r schema.Reason) int64 {
+	n, ok := reasons.Load(r)
+	if !ok {
+		return 0
+	}
+	return n.(*atomic.Int64).Load()
+}
+
+// avroValue is the wire-format value of {"n": n} under schema id id (an Avro long is a zig-zag varint).
+func avroValue(id uint32, n int64) []byte {
+	v := binary.BigEndian.AppendUint32([]byte{0}, id)
+	return binary.AppendVarint(v, n)
+}
+
+// TestSchemaLookupsNeverHoldTheFeed: once the feed is ready, values of schema ids that a registry answers
+// slowly (here: not at all until released) neither hold up their own topic nor another, plain topic: both
+// are framed at once, the unknown ones undecodable with reason schema-pending, and the lookups are one per
+// id and bounded in number. Once the registry answers, a record read again decodes.
+func TestSchemaLookupsNeverHoldTheFeed(t *testing.T) {
+	kc := memlog.New()
+	kc.CreateTopic("avro", 1)
+	kc.CreateTopic("plain", 1)
+	src := &slowSource{release: make(chan struct{})}
+	f, reasons := schemaFeed(t, kc, src)
+	waitFor(t, func() bool { ok, _ := f.Ready(); return ok })
+
+	const ids = 200
+	var recs []*kgo.Record
+	for i := range ids {
+		rec := &kgo.Record{Value: avroValue(uint32(1000+i), int64(i))}
+		kc.Produce("avro", rec)
+		kc.Produce("avro", &kgo.Record{Value: avroValue(uint32(1000+i), int64(i))}) // the same id again
+		recs = append(recs, rec)
+	}
+	for i := range 20 {
+		kc.Produce("plain", &kgo.Record{Value: fmt.Appendf(nil, "p%d", i)})
+	}
+	frames := func(topic string) int { return f.Topic(topic).Ring().Stats().Frames }
+	waitFor(t, func() bool { return frames("plain") == 20 && frames("avro") == 2*ids })
+	if n := reasonCount(reasons, schema.Pending); n != 2*ids {
+		t.Errorf("%d values framed schema-pending, want all %d", n, 2*ids)
+	}
+	if n := src.calls.Load(); n > 50 {
+		t.Errorf("%d registry lookups for %d new ids at once, want at most the burst (50)", n, ids)
+	}
+
+	close(src.release)
+	format := &feed.Format{Value: feed.ValueAvro, Schemas: schema.NewDecoders(src, schema.Options{})}
+	got := string(feed.AppendFrame(nil, []byte("v1:0-0"), recs[0], format))
+	if want := "id: v1:0-0\ndata: {\"n\":0}\n\n"; got != want {
+		t.Errorf("read again once the registry answers: %q, want %q", got, want)
+	}
+}
+
+// TestSchemaPrefillDecoded: before the feed is first ready (reading its prefill, serving nobody yet) it waits
+// for the lookups of the schemas its records use, so the records clients resume from after a deploy decode.
+func TestSchemaPrefillDecoded(t *testing.T) {
+	kc := memlog.New()
+	kc.CreateTopic("avro", 1)
+	kc.CreateTopic("plain", 1)
+	for i := range 10 {
+		kc.Produce("avro", &kgo.Record{Value: avroValue(7, int64(i))})
+	}
+	src := &slowSource{release: make(chan struct{})}
+	time.AfterFunc(200*time.Millisecond, func() { close(src.release) })
+	f, reasons := schemaFeed(t, kc, src)
+	waitFor(t, func() bool { return f.Topic("avro").Ring().Stats().Frames == 10 })
+	reasons.Range(func(r, n any) bool {
+		t.Errorf("%d prefilled values undecodable: %s", n.(*atomic.Int64).Load(), r)
+		return true
+	})
 }

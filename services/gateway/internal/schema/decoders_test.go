@@ -107,7 +107,11 @@ func TestDecoders(t *testing.T) {
 		{"not framed", Avro, []byte(`{"id":1}`), "", NotFramed},
 		{"short header", Avro, []byte{0, 0, 0}, "", NotFramed},
 		{"unknown id", Avro, framed(99, nil, []byte{0}), "", UnknownSchema},
-		{"wrong kind", Protobuf, avroValue, "", WrongKind},
+		{"wrong kind", Protobuf, framed(1, nil, []byte{0, 0}), "", WrongKind},
+		{"schema id 0", Avro, framed(0, nil, []byte{0}), "", NotFramed},
+		{"schema id past 2^31-1", Avro, framed(1<<31, nil, []byte{0}), "", NotFramed},
+		{"json-schema, no JSON after the header", JSONSchema, framed(2, nil, []byte{0xff}), "", NotFramed},
+		{"protobuf, no message indexes", Protobuf, framed(3, nil, nil), "", NotFramed},
 		{"bad schema", Avro, framed(4, nil, []byte{0}), "", BadSchema},
 		{"avro mismatch", Avro, framed(1, nil, []byte{0x54}), "", Mismatch},
 		{"protobuf index out of range", Protobuf, framed(3, []int{7}, nil), "", Mismatch},
@@ -134,13 +138,21 @@ func TestDecodersBackoff(t *testing.T) {
 	var mu sync.Mutex
 	d.now = func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
 	advance := func(by time.Duration) { mu.Lock(); clock = clock.Add(by); mu.Unlock() }
-	reason := func(id int) Reason {
-		_, err := d.AppendJSON(nil, JSONSchema, framed(id, nil, []byte(`{"id":1}`)))
+	// reason waits for the lookup (AppendJSON), reasonNow does not (AppendJSONNow).
+	outcome := func(err error) Reason {
 		var e *Error
 		if errors.As(err, &e) {
 			return e.Reason
 		}
 		return ""
+	}
+	reason := func(id int) Reason {
+		_, err := d.AppendJSON(nil, JSONSchema, framed(id, nil, []byte(`{"id":1}`)))
+		return outcome(err)
+	}
+	reasonNow := func(id int) Reason {
+		_, err := d.AppendJSONNow(nil, JSONSchema, framed(id, nil, []byte(`{"id":1}`)))
+		return outcome(err)
 	}
 	if r := reason(2); r != "" {
 		t.Fatalf("source up: %s", r)
@@ -172,15 +184,15 @@ func TestDecodersBackoff(t *testing.T) {
 	src.mu.Unlock()
 	advance(backoffMin)
 	start := time.Now()
-	if r := reason(6); r != Unavailable || time.Since(start) > time.Second {
+	if r := reasonNow(6); r != Unavailable || time.Since(start) > time.Second {
 		t.Fatalf("the probing lookup: %s after %v, want registry-unavailable at once", r, time.Since(start))
 	}
-	if r := reason(5); r != Unavailable {
+	if r := reasonNow(5); r != Unavailable {
 		t.Fatalf("while the probe runs: %s", r)
 	}
 	close(src.block)
 	deadline := time.Now().Add(5 * time.Second)
-	for reason(6) != "" {
+	for reasonNow(6) != "" {
 		if time.Now().After(deadline) {
 			t.Fatal("the probe's id never decoded")
 		}
