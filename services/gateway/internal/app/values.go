@@ -53,7 +53,7 @@ func (a *App) formats() (map[string]*feed.Format, error) {
 	if src != nil {
 		log := a.log.With("component", "schema")
 		decoders = schema.NewDecoders(src, schema.Options{
-			Timeout:      v.Registry.Timeout,
+			Timeout:      v.Registry.LookupTimeout(),
 			ValidateJSON: v.ValidateJSON,
 			OnLookup: func(result string, id int, err error) {
 				a.values.lookups.count(result)

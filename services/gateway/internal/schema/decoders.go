@@ -111,21 +111,26 @@ func (d *Decoders) lookup(id int) (*compiled, error) {
 	return c, err
 }
 
-// lookupWait is lookup that waits for the id's lookup, until deadline at the latest.
+// lookupWait is lookup that waits for the id's lookup to end, until deadline at the latest; a zero deadline
+// waits for the lookup's end, which its own timeout bounds.
 func (d *Decoders) lookupWait(id int, deadline time.Time) (*compiled, error) {
 	c, fl, err := d.start(id)
 	if fl == nil {
 		return c, err
 	}
-	t := time.NewTimer(time.Until(deadline))
-	defer t.Stop()
+	var timeout <-chan time.Time
+	if !deadline.IsZero() {
+		t := time.NewTimer(time.Until(deadline))
+		defer t.Stop()
+		timeout = t.C
+	}
 	select {
 	case <-fl.done:
 		if fl.err != nil {
 			return nil, fl.err
 		}
 		return fl.c, nil
-	case <-t.C:
+	case <-timeout:
 		return nil, err
 	}
 }
@@ -301,6 +306,9 @@ func sourceError(id int, err error) *Error {
 	var re *sr.ResponseError
 	if errors.As(err, &re) && re.StatusCode == http.StatusNotFound || errors.Is(err, errNoSchemaFile) {
 		return &Error{Reason: UnknownSchema, ID: id, Err: err}
+	}
+	if errors.Is(err, errAnswerTooLong) {
+		return &Error{Reason: BadSchema, ID: id, Err: err}
 	}
 	return &Error{Reason: Unavailable, ID: id, Err: err}
 }
