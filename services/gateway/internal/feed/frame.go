@@ -82,34 +82,59 @@ func (f *Format) appendFrame(dst, id []byte, rec *kgo.Record, wait bool) []byte 
 
 // FilterValue returns rec's value as a value filter sees it in rec's frame (the frame's data, decoded from
 // base64 when the frame encodes it): under a schema format the JSON it decodes to, appended to scratch, which
-// is returned grown; else (and for a value it cannot decode) the value itself. Nil for a tombstone.
-func (f *Format) FilterValue(scratch []byte, rec *kgo.Record) (value, grown []byte) {
+// is returned grown, with decoded true; else (and for a value it cannot decode) the value itself. Nil for a
+// tombstone. A decoded value is what AppendDecodedFrame takes, so that the frame does not decode it again.
+func (f *Format) FilterValue(scratch []byte, rec *kgo.Record) (value, grown []byte, decoded bool) {
 	k := f.Value.Schema()
 	if rec.Value == nil || k == 0 {
-		return rec.Value, scratch
+		return rec.Value, scratch, false
 	}
 	out, err := f.Schemas.AppendJSON(scratch[:0], k, rec.Value)
 	if err != nil {
-		return rec.Value, scratch
+		return rec.Value, scratch, false
 	}
-	return out, out
+	return out, out, true
+}
+
+// AppendDecodedFrame is AppendFrame for a record whose value FilterValue decoded to json (decoded true): the
+// same bytes, without decoding the value a second time. With decoded false it is AppendFrame.
+func AppendDecodedFrame(dst, id []byte, rec *kgo.Record, f *Format, json []byte, decoded bool) []byte {
+	if !decoded || rec.Value == nil || f.Value.Schema() == 0 {
+		return AppendFrame(dst, id, rec, f)
+	}
+	out, _ := appendJSONFrame(dst, id, clientType(EventType(rec.Headers)), func(dst []byte) ([]byte, error) {
+		return append(dst, json...), nil
+	})
+	return out
+}
+
+// appendJSONFrame appends the frame of a decoded value: the event's lines, then the JSON render appends as
+// one data line (JSON has no line ends). On an error it returns dst with the event's lines up to its data
+// (dataAt is where they end), for the caller to complete.
+func appendJSONFrame(dst, id, typ []byte, render func(dst []byte) ([]byte, error)) (out []byte, err error) {
+	// The event's lines up to its data: what the writer writes for empty data, less "data:\n\n".
+	dst = sse.AppendEventBytes(dst, id, typ, nil)
+	dataAt := len(dst) - len("data:\n\n")
+	out, err = render(append(dst[:dataAt], "data: "...))
+	if err != nil {
+		return dst, err
+	}
+	return append(out, "\n\n"...), nil
 }
 
 // appendDecoded appends the frame of a value of a schema format: its JSON as one data line (the JSON has
 // no line ends), or, when it cannot be decoded, the value as ValueAuto writes it, after the undecodable field.
 func (f *Format) appendDecoded(dst, id, typ, v []byte, k schema.Kind, wait bool) []byte {
 	start := len(dst)
-	// The event's lines up to its data: what the writer writes for empty data, less "data:\n\n".
-	dst = sse.AppendEventBytes(dst, id, typ, nil)
-	dataAt := len(dst) - len("data:\n\n")
 	render := f.Schemas.AppendJSONNow
 	if wait {
 		render = f.Schemas.AppendJSON
 	}
-	out, err := render(append(dst[:dataAt], "data: "...), k, v)
+	dst, err := appendJSONFrame(dst, id, typ, func(dst []byte) ([]byte, error) { return render(dst, k, v) })
 	if err == nil {
-		return append(out, "\n\n"...)
+		return dst
 	}
+	dataAt := len(dst) - len("data:\n\n")
 	reason := schema.Mismatch
 	var e *schema.Error
 	if errors.As(err, &e) {

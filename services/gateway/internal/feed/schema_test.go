@@ -206,3 +206,35 @@ func TestSchemaPrefillDecoded(t *testing.T) {
 		return true
 	})
 }
+
+// TestAppendDecodedFrame: a value a filter decoded (FilterValue) is framed from that JSON, without decoding
+// it again, into the bytes AppendFrame gives; a value it could not decode is framed as AppendFrame frames it.
+func TestAppendDecodedFrame(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "7.avsc"), []byte(slowAvro), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f := &feed.Format{Value: feed.ValueAvro, Key: feed.ValueAuto, Schemas: schema.NewDecoders(schema.Files(dir), schema.Options{})}
+	id := []byte("v1:0-3")
+	ev := []kgo.RecordHeader{{Key: "event", Value: []byte("tick")}}
+	for _, rec := range []*kgo.Record{
+		{Value: avroValue(7, 21), Headers: ev},
+		{Value: avroValue(7, 21)[:5]}, // mismatch: no datum
+		{Value: []byte("plain")},      // not framed
+		{Key: []byte("k")},            // tombstone
+	} {
+		json, _, decoded := f.FilterValue(nil, rec)
+		got := feed.AppendDecodedFrame([]byte("x"), id, rec, f, json, decoded)
+		if want := feed.AppendFrame([]byte("x"), id, rec, f); string(got) != string(want) {
+			t.Errorf("%q: %q, want %q", rec.Value, got, want)
+		}
+		if rec.Value != nil && string(rec.Value) != "plain" && len(rec.Value) > 5 && !decoded {
+			t.Errorf("%q: not decoded", rec.Value)
+		}
+	}
+	// The JSON given is the frame's data: the value is not decoded again.
+	got := feed.AppendDecodedFrame(nil, id, &kgo.Record{Value: avroValue(7, 21)}, f, []byte(`{"n":"given"}`), true)
+	if want := "id: v1:0-3\ndata: {\"n\":\"given\"}\n\n"; string(got) != want {
+		t.Errorf("%q, want %q", got, want)
+	}
+}
