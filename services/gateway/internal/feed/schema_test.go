@@ -32,7 +32,7 @@ func TestSchemaFrames(t *testing.T) {
 	var reasons []schema.Reason
 	f := &feed.Format{
 		Value: feed.ValueAvro, Key: feed.ValueAuto,
-		Schemas:     schema.NewDecoders(schema.Files(dir), schema.Options{}),
+		Schemas:     schema.NewDecoders(loadFiles(t, dir), schema.Options{}),
 		Undecodable: func(r schema.Reason) { reasons = append(reasons, r) },
 	}
 	header := []byte{0, 0, 0, 0, 7}
@@ -214,7 +214,7 @@ func TestAppendDecodedFrame(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "7.avsc"), []byte(slowAvro), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	f := &feed.Format{Value: feed.ValueAvro, Key: feed.ValueAuto, Schemas: schema.NewDecoders(schema.Files(dir), schema.Options{})}
+	f := &feed.Format{Value: feed.ValueAvro, Key: feed.ValueAuto, Schemas: schema.NewDecoders(loadFiles(t, dir), schema.Options{})}
 	id := []byte("v1:0-3")
 	ev := []kgo.RecordHeader{{Key: "event", Value: []byte("tick")}}
 	for _, rec := range []*kgo.Record{
@@ -237,4 +237,14 @@ func TestAppendDecodedFrame(t *testing.T) {
 	if want := "id: v1:0-3\ndata: {\"n\":\"given\"}\n\n"; string(got) != want {
 		t.Errorf("%q, want %q", got, want)
 	}
+}
+
+// loadFiles loads the schema files of dir.
+func loadFiles(t *testing.T, dir string) *schema.Files {
+	t.Helper()
+	fs, err := schema.LoadFiles(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fs
 }

@@ -250,7 +250,11 @@ func TestFiles(t *testing.T) {
 	write("money.proto", moneyProto)
 	write("2.json", `{"$schema":"https://json-schema.org/draft/2020-12/schema","$ref":"order.json"}`)
 	write("order.json", orderJSON)
-	d := NewDecoders(Files(dir), Options{ValidateJSON: true})
+	files, err := LoadFiles(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := NewDecoders(files, Options{ValidateJSON: true})
 	if out, err := d.AppendJSON(nil, Avro, framed(1, nil, []byte{0x02, 0x02, 'x'})); err != nil || string(out) != `{"id":1,"sym":"x"}` {
 		t.Errorf("avro file: %s, %v", out, err)
 	}
@@ -263,8 +267,22 @@ func TestFiles(t *testing.T) {
 	if _, err := d.AppendJSON(nil, Avro, framed(9, nil, nil)); !isReason(err, UnknownSchema) {
 		t.Errorf("no file of that id: %v", err)
 	}
-	if _, err := Files(dir).SchemaByVersion(context.Background(), "file:../etc/passwd", 1); err == nil {
+	if _, err := files.SchemaByVersion(context.Background(), "file:../etc/passwd", 1); err == nil {
 		t.Error("a reference out of the directory was read")
+	}
+	// An edit of the directory after it was loaded changes nothing: an id keeps its meaning for the life of
+	// the process (and is the same on every pod started from the same files), a new file is not read.
+	write("1.avsc", `{"type":"record","name":"Order","fields":[{"name":"other","type":"string"}]}`)
+	write("8.avsc", orderAvro)
+	d = NewDecoders(files, Options{ValidateJSON: true})
+	if out, err := d.AppendJSON(nil, Avro, framed(1, nil, []byte{0x02, 0x02, 'x'})); err != nil || string(out) != `{"id":1,"sym":"x"}` {
+		t.Errorf("avro file edited after the load: %s, %v; want the schema as loaded", out, err)
+	}
+	if _, err := d.AppendJSON(nil, Avro, framed(8, nil, []byte{0x02, 0x02, 'x'})); !isReason(err, UnknownSchema) {
+		t.Errorf("a file added after the load: %v, want unknown-schema", err)
+	}
+	if _, err := LoadFiles(filepath.Join(dir, "missing")); err == nil || !strings.Contains(err.Error(), "schema-files") {
+		t.Errorf("a directory that does not exist: %v, want an error naming schema-files", err)
 	}
 }
 
