@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -23,6 +24,7 @@ import (
 	"github.com/ssegate/ssegate/pkg/kafkatest"
 	"github.com/ssegate/ssegate/pkg/registrytest"
 	"github.com/ssegate/ssegate/pkg/sse"
+	"github.com/ssegate/ssegate/services/gateway/internal/schema"
 )
 
 // avroFixture reads a case of the schema package's Avro fixtures (values written by Apache Avro).
@@ -205,5 +207,38 @@ func TestRegistryOutage(t *testing.T) {
 	}
 	if code, _ := get(t, g.admin+"/readyz"); code != http.StatusOK {
 		t.Errorf("readyz %d", code)
+	}
+}
+
+// TestSchemaLookupLog: a failed lookup's log names the schema id and the registry's error.
+func TestSchemaLookupLog(t *testing.T) {
+	registry := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/vnd.schemaregistry.v1+json")
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = w.Write([]byte(`{"error_code":40403,"message":"Schema 4242 not found"}`))
+	}))
+	t.Cleanup(registry.Close)
+	var logs bytes.Buffer
+	cfg := Config{Topics: []string{"t"}, Values: valuesDefaults()}
+	cfg.Values.Format = "avro"
+	cfg.Values.Registry.URLs = []string{registry.URL}
+	a := &App{cfg: cfg, log: slog.New(slog.NewJSONHandler(&logs, nil))}
+	formats, err := a.formats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// AppendJSON waits for the lookup, which logs before it ends.
+	if _, err := formats["t"].Schemas.AppendJSON(nil, schema.Avro, binary.BigEndian.AppendUint32([]byte{0}, 4242)); err == nil {
+		t.Fatal("an id the registry does not know decoded")
+	}
+	var line struct {
+		Msg, Reason, Err string
+		ID               int `json:"schema_id"`
+	}
+	if err := json.Unmarshal(logs.Bytes(), &line); err != nil {
+		t.Fatalf("log %q: %v", logs.String(), err)
+	}
+	if line.Msg != "schema lookup failed" || line.Reason != "unknown-schema" || line.ID != 4242 || !strings.Contains(line.Err, "Schema 4242 not found") {
+		t.Errorf("log %q: want the reason, schema id 4242 and the registry's message", logs.String())
 	}
 }
