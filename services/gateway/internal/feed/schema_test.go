@@ -248,3 +248,26 @@ func loadFiles(t *testing.T, dir string) *schema.Files {
 	}
 	return fs
 }
+
+// TestSchemaFilesLive: with schema files (in memory) a live record of an id not seen yet decodes at once:
+// there is no registry to wait for.
+func TestSchemaFilesLive(t *testing.T) {
+	dir := t.TempDir()
+	for _, id := range []string{"7", "8"} {
+		if err := os.WriteFile(filepath.Join(dir, id+".avsc"), []byte(slowAvro), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kc := memlog.New()
+	kc.CreateTopic("avro", 1)
+	kc.CreateTopic("plain", 1)
+	f, reasons := schemaFeed(t, kc, loadFiles(t, dir))
+	waitFor(t, func() bool { ok, _ := f.Ready(); return ok })
+	kc.Produce("avro", &kgo.Record{Value: avroValue(7, 1)})
+	kc.Produce("avro", &kgo.Record{Value: avroValue(8, 2)})
+	waitFor(t, func() bool { return f.Topic("avro").Ring().Stats().Frames == 2 })
+	reasons.Range(func(r, n any) bool {
+		t.Errorf("%d live values undecodable: %s", n.(*atomic.Int64).Load(), r)
+		return true
+	})
+}

@@ -52,9 +52,10 @@ const (
 
 // Decoders renders wire-format values, with the schemas it has looked up. Safe for concurrent use.
 type Decoders struct {
-	src  Source
-	opts Options
-	now  func() time.Time
+	src   Source
+	local bool // src is a localSource
+	opts  Options
+	now   func() time.Time
 
 	mu      sync.Mutex
 	ok      map[int]*compiled
@@ -91,8 +92,9 @@ func NewDecoders(src Source, opts Options) *Decoders {
 		opts.Timeout = 5 * time.Second
 	}
 	failed, _ := lru.New[int, *failure](failedKept)
+	_, local := src.(localSource)
 	return &Decoders{
-		src: src, opts: opts, now: time.Now, ok: map[int]*compiled{}, failed: failed,
+		src: src, local: local, opts: opts, now: time.Now, ok: map[int]*compiled{}, failed: failed,
 		flights: map[int]*flight{}, tokens: lookupBurst,
 	}
 }
@@ -104,9 +106,20 @@ var errPending = errors.New("the schema is being looked up; a later read of the 
 // started in the last second.
 var errBusy = errors.New("too many schema lookups at once; the id is asked for when next seen")
 
-// lookup returns the compiled schema of id. It never waits on the source: an id not known yet starts a
-// lookup in the background (when the bounds allow) and fails with Pending.
+// localSource is a Source that answers from memory (Files): asking it costs no network call and no wait, so
+// its lookups are neither bounded in number nor rate, and lookup waits for them.
+type localSource interface {
+	Source
+	local()
+}
+
+// lookup returns the compiled schema of id. It never waits on a registry: an id not known yet starts a
+// lookup in the background (when the bounds allow) and fails with Pending. A local source's lookup (a
+// compile) is waited for.
 func (d *Decoders) lookup(id int) (*compiled, error) {
+	if d.local {
+		return d.lookupWait(id, time.Time{})
+	}
 	c, _, err := d.start(id)
 	return c, err
 }
@@ -159,7 +172,7 @@ func (d *Decoders) start(id int) (*compiled, *flight, error) {
 	}
 	d.tokens = min(lookupBurst, d.tokens+now.Sub(d.tokensAt).Seconds()*lookupRate)
 	d.tokensAt = now
-	if len(d.flights) >= maxFlights || d.tokens < 1 {
+	if !d.local && (len(d.flights) >= maxFlights || d.tokens < 1) {
 		return nil, nil, &Error{Reason: Pending, ID: id, Err: errBusy}
 	}
 	d.tokens--

@@ -92,6 +92,9 @@ func LoadFiles(dir string) (*Files, error) {
 	return f, nil
 }
 
+// local marks Files a localSource: it answers from memory.
+func (*Files) local() {}
+
 // SchemaByID returns the schema of id, with the directory's shared definitions of its format as references.
 func (f *Files) SchemaByID(_ context.Context, id int) (sr.Schema, error) {
 	s, ok := f.byID[id]
