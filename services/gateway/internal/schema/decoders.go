@@ -170,12 +170,14 @@ func (d *Decoders) start(id int) (*compiled, *flight, error) {
 		}
 		probe = true
 	}
-	d.tokens = min(lookupBurst, d.tokens+now.Sub(d.tokensAt).Seconds()*lookupRate)
-	d.tokensAt = now
-	if !d.local && (len(d.flights) >= maxFlights || d.tokens < 1) {
-		return nil, nil, &Error{Reason: Pending, ID: id, Err: errBusy}
+	if !d.local {
+		d.tokens = min(lookupBurst, d.tokens+now.Sub(d.tokensAt).Seconds()*lookupRate)
+		d.tokensAt = now
+		if len(d.flights) >= maxFlights || d.tokens < 1 {
+			return nil, nil, &Error{Reason: Pending, ID: id, Err: errBusy}
+		}
+		d.tokens--
 	}
-	d.tokens--
 	d.probing = d.probing || probe
 	fl := &flight{done: make(chan struct{})}
 	d.flights[id] = fl
