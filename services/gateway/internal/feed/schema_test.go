@@ -271,3 +271,68 @@ func TestSchemaFilesLive(t *testing.T) {
 		return true
 	})
 }
+
+// notFoundAfter is a schema source that answers every lookup 404 after delay.
+type notFoundAfter struct{ delay time.Duration }
+
+func (s notFoundAfter) SchemaByID(ctx context.Context, _ int) (sr.Schema, error) {
+	select {
+	case <-time.After(s.delay):
+		return sr.Schema{}, &sr.ResponseError{StatusCode: 404, Message: "not found"}
+	case <-ctx.Done():
+		return sr.Schema{}, ctx.Err()
+	}
+}
+
+func (notFoundAfter) SchemaByVersion(context.Context, string, int) (sr.SubjectSchema, error) {
+	return sr.SubjectSchema{}, errors.New("no references")
+}
+
+// TestSchemaAwaitBounded: a feed that never gets ready (one of its topics does not exist) stops waiting for
+// schema lookups once it has waited a few lookup timeouts in all: then a registry that answers every new id
+// 404, slowly, holds no topic up.
+func TestSchemaAwaitBounded(t *testing.T) {
+	kc := memlog.New()
+	kc.CreateTopic("avro", 1)
+	kc.CreateTopic("plain", 1)
+	const timeout, delay = 400 * time.Millisecond, 300 * time.Millisecond
+	formats := map[string]*feed.Format{"avro": {
+		Value: feed.ValueAvro, Key: feed.ValueAuto,
+		Schemas: schema.NewDecoders(notFoundAfter{delay}, schema.Options{Timeout: timeout}),
+	}}
+	f, err := feed.NewWith(feed.Config{
+		Topics: []string{"avro", "plain", "missing"}, RingBytes: 1 << 20, MetadataInterval: 50 * time.Millisecond,
+		Formats: formats,
+	}, kc.Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- f.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	waitFor(t, func() bool { return f.Topic("plain").Exists() && f.Topic("avro").Exists() })
+	// Each round brings a new schema id and a plain record. Waiting for every lookup, 40 rounds would take
+	// 40 delays (12 s); the bound is 3 timeouts in all (1.2 s).
+	const rounds = 40
+	limit := rounds * delay / 2
+	deadline := time.Now().Add(limit)
+	for i := range rounds {
+		kc.Produce("avro", &kgo.Record{Value: avroValue(uint32(100+i), 1)})
+		kc.Produce("plain", &kgo.Record{Value: []byte("p")})
+		for f.Topic("plain").Ring().Stats().Frames < i+1 {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d of %d rounds within %v: the feed waits for every lookup", i, rounds, limit)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	if ok, _ := f.Ready(); ok {
+		t.Fatal("ready with a topic missing")
+	}
+}
