@@ -140,7 +140,11 @@ func (c ValuesConfig) schemaSource() (schema.Source, error) {
 		return schema.NewRegistry(c.Registry)
 	}
 	if c.Files != "" {
-		return schema.Files(c.Files), nil
+		fs, err := schema.LoadFiles(c.Files)
+		if err != nil {
+			return nil, err
+		}
+		return fs, nil
 	}
 	return nil, nil
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -23,6 +24,7 @@ import (
 	"github.com/ssegate/ssegate/pkg/kafkatest"
 	"github.com/ssegate/ssegate/pkg/registrytest"
 	"github.com/ssegate/ssegate/pkg/sse"
+	"github.com/ssegate/ssegate/services/gateway/internal/schema"
 )
 
 // avroFixture reads a case of the schema package's Avro fixtures (values written by Apache Avro).
@@ -130,7 +132,7 @@ func TestAvroTopic(t *testing.T) {
 }
 
 // TestRegistryOutage: a gateway whose registry is down at start is ready and streams; records of a schema
-// it could not look up arrive, in order, as they are (registry-unavailable), none lost; once the registry is
+// it could not look up arrive, in order, as they are (schema-pending, then registry-unavailable), none lost; once the registry is
 // back, after the backoff, records decode again, on the same stream.
 func TestRegistryOutage(t *testing.T) {
 	regURL := registrytest.URL(t)
@@ -196,10 +198,47 @@ func TestRegistryOutage(t *testing.T) {
 	if undecodable < 3 {
 		t.Errorf("%d records undecodable while the registry was down, want at least 3", undecodable)
 	}
-	if v := metricValue(t, g, "ssegate_values_undecodable_total", `reason="registry-unavailable"`); int(v) != undecodable {
-		t.Errorf("counted %v registry-unavailable, the stream had %d", v, undecodable)
+	// The first record went out while its lookup was under way (schema-pending), the others while the
+	// registry was known to be down.
+	pending := metricValue(t, g, "ssegate_values_undecodable_total", `reason="schema-pending"`)
+	unavailable := metricValue(t, g, "ssegate_values_undecodable_total", `reason="registry-unavailable"`)
+	if int(pending+unavailable) != undecodable || unavailable < 1 {
+		t.Errorf("counted %v schema-pending and %v registry-unavailable, the stream had %d undecodable", pending, unavailable, undecodable)
 	}
 	if code, _ := get(t, g.admin+"/readyz"); code != http.StatusOK {
 		t.Errorf("readyz %d", code)
+	}
+}
+
+// TestSchemaLookupLog: a failed lookup's log names the schema id and the registry's error.
+func TestSchemaLookupLog(t *testing.T) {
+	registry := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/vnd.schemaregistry.v1+json")
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = w.Write([]byte(`{"error_code":40403,"message":"Schema 4242 not found"}`))
+	}))
+	t.Cleanup(registry.Close)
+	var logs bytes.Buffer
+	cfg := Config{Topics: []string{"t"}, Values: valuesDefaults()}
+	cfg.Values.Format = "avro"
+	cfg.Values.Registry.URLs = []string{registry.URL}
+	a := &App{cfg: cfg, log: slog.New(slog.NewJSONHandler(&logs, nil))}
+	formats, err := a.formats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// AppendJSON waits for the lookup, which logs before it ends.
+	if _, err := formats["t"].Schemas.AppendJSON(nil, schema.Avro, binary.BigEndian.AppendUint32([]byte{0}, 4242)); err == nil {
+		t.Fatal("an id the registry does not know decoded")
+	}
+	var line struct {
+		Msg, Reason, Err string
+		ID               int `json:"schema_id"`
+	}
+	if err := json.Unmarshal(logs.Bytes(), &line); err != nil {
+		t.Fatalf("log %q: %v", logs.String(), err)
+	}
+	if line.Msg != "schema lookup failed" || line.Reason != "unknown-schema" || line.ID != 4242 || !strings.Contains(line.Err, "Schema 4242 not found") {
+		t.Errorf("log %q: want the reason, schema id 4242 and the registry's message", logs.String())
 	}
 }

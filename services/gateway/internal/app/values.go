@@ -53,12 +53,12 @@ func (a *App) formats() (map[string]*feed.Format, error) {
 	if src != nil {
 		log := a.log.With("component", "schema")
 		decoders = schema.NewDecoders(src, schema.Options{
-			Timeout:      v.Registry.Timeout,
+			Timeout:      v.Registry.LookupTimeout(),
 			ValidateJSON: v.ValidateJSON,
-			OnLookup: func(result string) {
+			OnLookup: func(result string, id int, err error) {
 				a.values.lookups.count(result)
 				if result != schema.LookupOK {
-					log.Warn("schema lookup failed", slog.String("reason", result))
+					log.Warn("schema lookup failed", slog.String("reason", result), slog.Int("schema_id", id), slog.Any("err", err))
 				}
 			},
 		})

@@ -10,7 +10,10 @@
 // A frame's data is the record's value in the topic's Format (Config.Formats): by default values that are not
 // safe text are base64-encoded after Base64Prefix, so that every value reaches a browser with its exact
 // bytes; a schema format (Avro, Protobuf, JSON Schema) decodes values to JSON once, as they enter the ring. AppendFrame depends only on the id, the record and the format, so the stream package
-// frames records it reads back from Kafka into the same bytes the feed put into the ring.
+// frames records it reads back from Kafka into the same bytes the feed put into the ring (for a schema
+// format, once the schema's lookup has the same outcome). The fetch loop never waits for a schema lookup once
+// the feed is ready: a value whose schema is not known yet is framed undecodable (schema.Pending) while the
+// lookup runs in the background (Feed.awaitSchemas is the one wait, before the feed is first ready).
 //
 // Each topic keeps the position vector of the frames it has published (see package position): the vector
 // after a frame is that frame's id, and the vector after the newest frame is what a new connection starts

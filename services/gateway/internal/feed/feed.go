@@ -95,8 +95,11 @@ type Feed struct {
 	refreshed atomic.Bool // a metadata refresh has succeeded
 	ready     atomic.Bool // Ready has found every topic ready once: it stays so (see Ready)
 	first     bool        // no refresh has succeeded yet; owned by the refresher goroutine
-	balance   *balancer   // nil without a ring budget
-	closeOnce sync.Once   // Close
+	// awaited is how long the fetch loop has waited for schema lookups before the feed was ready (see
+	// awaitSchemas); the fetch loop's.
+	awaited   time.Duration
+	balance   *balancer // nil without a ring budget
+	closeOnce sync.Once // Close
 
 	wmMu    sync.Mutex
 	wmCache map[string]cachedWatermarks
@@ -227,6 +230,11 @@ func (f *Feed) fetchLoop(ctx context.Context) {
 				byTopic[t] = append(byTopic[t], x)
 			}
 		}
+		if ready, _ := f.Ready(); !ready {
+			start := time.Now()
+			f.awaitSchemas(byTopic)
+			f.awaited += time.Since(start)
+		}
 		for t, xs := range byTopic {
 			t.publish(xs)
 			clear(xs)
@@ -234,6 +242,39 @@ func (f *Feed) fetchLoop(ctx context.Context) {
 		}
 		if rl, ok := f.kc.(replicaLoser); ok && rl.Following() {
 			f.follow(rl)
+		}
+	}
+}
+
+// awaitPolls bounds how long the feed waits for schema lookups before it is ready: that many lookup
+// timeouts, in all.
+const awaitPolls = 3
+
+// awaitSchemas waits, up to the schema lookup timeout in all, for the lookups of the schemas of a poll's
+// values, before any topic's lock is taken. Only until the feed is first ready: a pod reading its prefill
+// serves no stream yet, and the records it puts into its ring are the ones clients resume from right after
+// a deploy, which should decode. Once ready the feed never waits: a value whose schema is not known yet is
+// framed undecodable (schema.Pending) and its lookup runs in the background. A feed that stays unready (a
+// topic that does not exist) stops waiting once it has waited awaitPolls lookup timeouts in all.
+func (f *Feed) awaitSchemas(byTopic map[*Topic][]Fetched) {
+	var deadline time.Time
+	for t, xs := range byTopic {
+		k := t.format.Value.Schema()
+		if k == 0 || t.format.Schemas == nil {
+			continue
+		}
+		if deadline.IsZero() {
+			if f.awaited >= awaitPolls*t.format.Schemas.Timeout() {
+				return
+			}
+			deadline = time.Now().Add(t.format.Schemas.Timeout())
+		}
+		for _, x := range xs {
+			for _, rec := range x.Records {
+				if rec.Value != nil {
+					t.format.Schemas.Await(k, rec.Value, deadline)
+				}
+			}
 		}
 	}
 }

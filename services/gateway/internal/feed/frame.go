@@ -57,14 +57,23 @@ const UndecodableField = "undecodable"
 // are the type a browser, and the gateway's own event filter, see. The frame depends only on id, rec and f,
 // so a record framed live into the ring and read back from Kafka for a resume gives the same bytes; with a
 // schema format, only while the schema's lookup has the same outcome (a value framed while the registry was
-// down, undecodable, decodes when read again once it is back).
+// down, or while its schema was being looked up, undecodable, decodes when read again once it is known).
+//
+// AppendFrame waits for the lookup of a schema not known yet, up to the lookup timeout: it frames records read
+// back from Kafka. The feed frames live records without waiting (see Topic.publish).
 func AppendFrame(dst, id []byte, rec *kgo.Record, f *Format) []byte {
+	return f.appendFrame(dst, id, rec, true)
+}
+
+// appendFrame is AppendFrame; without wait a value whose schema is not known yet is framed undecodable at
+// once (schema.Pending) while its lookup runs in the background.
+func (f *Format) appendFrame(dst, id []byte, rec *kgo.Record, wait bool) []byte {
 	typ, v, vf := deleteType, rec.Key, f.Key
 	if rec.Value != nil {
 		typ, v, vf = recordType(EventType(rec.Headers)), rec.Value, f.Value
 	}
 	if k := vf.Schema(); k != 0 {
-		return f.appendDecoded(dst, id, typ, v, k)
+		return f.appendDecoded(dst, id, typ, v, k, wait)
 	}
 	if vf.encodes(v) {
 		return appendBase64Event(dst, id, typ, v)
@@ -74,25 +83,25 @@ func AppendFrame(dst, id []byte, rec *kgo.Record, f *Format) []byte {
 
 // FilterValue returns rec's value as a value filter sees it in rec's frame (the frame's data, decoded from
 // base64 when the frame encodes it): under a schema format the JSON it decodes to, appended to scratch, which
-// is returned grown; else (and for a value it cannot decode) the value itself, or, when its frame carries it
-// as lines of text, with each line end (CR, LF, CRLF) an LF, as the frame's data lines give it back. So a
-// filter sees one value whether the record comes from the ring or is read back from Kafka. Nil for a
-// tombstone.
-func (f *Format) FilterValue(scratch []byte, rec *kgo.Record) (value, grown []byte) {
+// is returned grown, with decoded true; else (and for a value it cannot decode) the value itself, or, when its
+// frame carries it as lines of text, with each line end (CR, LF, CRLF) an LF, as the frame's data lines give it
+// back. So a filter sees one value whether the record comes from the ring or is read back from Kafka. Nil for
+// a tombstone. A decoded value is what AppendDecodedFrame takes, so that the frame does not decode it again.
+func (f *Format) FilterValue(scratch []byte, rec *kgo.Record) (value, grown []byte, decoded bool) {
 	if rec.Value == nil {
-		return nil, scratch
+		return nil, scratch, false
 	}
 	vf := f.Value
 	if k := vf.Schema(); k != 0 {
 		out, err := f.Schemas.AppendJSON(scratch[:0], k, rec.Value)
 		if err == nil {
-			return out, out
+			return out, out, true
 		}
 		vf = ValueAuto // an undecodable value is framed as ValueAuto frames it
 	}
 	v := rec.Value
 	if vf.encodes(v) || bytes.IndexByte(v, '\r') < 0 {
-		return v, scratch
+		return v, scratch, false
 	}
 	out := scratch[:0]
 	for i := 0; i < len(v); i++ {
@@ -105,20 +114,48 @@ func (f *Format) FilterValue(scratch []byte, rec *kgo.Record) (value, grown []by
 			i++
 		}
 	}
-	return out, out
+	return out, out, false
+}
+
+// AppendDecodedFrame is AppendFrame for a record whose value FilterValue decoded to json (decoded true): the
+// same bytes, without decoding the value a second time. With decoded false it is AppendFrame.
+func AppendDecodedFrame(dst, id []byte, rec *kgo.Record, f *Format, json []byte, decoded bool) []byte {
+	if !decoded || rec.Value == nil || f.Value.Schema() == 0 {
+		return AppendFrame(dst, id, rec, f)
+	}
+	out, _ := appendJSONFrame(dst, id, clientType(EventType(rec.Headers)), func(dst []byte) ([]byte, error) {
+		return append(dst, json...), nil
+	})
+	return out
+}
+
+// appendJSONFrame appends the frame of a decoded value: the event's lines, then the JSON render appends as
+// one data line (JSON has no line ends). On an error it returns dst with the event's lines up to its data
+// (dataAt is where they end), for the caller to complete.
+func appendJSONFrame(dst, id, typ []byte, render func(dst []byte) ([]byte, error)) (out []byte, err error) {
+	// The event's lines up to its data: what the writer writes for empty data, less "data:\n\n".
+	dst = sse.AppendEventBytes(dst, id, typ, nil)
+	dataAt := len(dst) - len("data:\n\n")
+	out, err = render(append(dst[:dataAt], "data: "...))
+	if err != nil {
+		return dst, err
+	}
+	return append(out, "\n\n"...), nil
 }
 
 // appendDecoded appends the frame of a value of a schema format: its JSON as one data line (the JSON has
 // no line ends), or, when it cannot be decoded, the value as ValueAuto writes it, after the undecodable field.
-func (f *Format) appendDecoded(dst, id, typ, v []byte, k schema.Kind) []byte {
+func (f *Format) appendDecoded(dst, id, typ, v []byte, k schema.Kind, wait bool) []byte {
 	start := len(dst)
-	// The event's lines up to its data: what the writer writes for empty data, less "data:\n\n".
-	dst = sse.AppendEventBytes(dst, id, typ, nil)
-	dataAt := len(dst) - len("data:\n\n")
-	out, err := f.Schemas.AppendJSON(append(dst[:dataAt], "data: "...), k, v)
-	if err == nil {
-		return append(out, "\n\n"...)
+	render := f.Schemas.AppendJSONNow
+	if wait {
+		render = f.Schemas.AppendJSON
 	}
+	dst, err := appendJSONFrame(dst, id, typ, func(dst []byte) ([]byte, error) { return render(dst, k, v) })
+	if err == nil {
+		return dst
+	}
+	dataAt := len(dst) - len("data:\n\n")
 	reason := schema.Mismatch
 	var e *schema.Error
 	if errors.As(err, &e) {

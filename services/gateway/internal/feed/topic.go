@@ -141,7 +141,8 @@ func (t *Topic) publish(fs []Fetched) {
 		for _, rec := range fp.Records {
 			t.pos.Set(rec.Partition, rec.Offset)
 			t.id = t.appendFrameID(t.id[:0])
-			t.batch.Add(AppendFrame(t.batch.Buf(), t.id, rec, t.format), rec.Partition, rec.Offset, rec.Key)
+			// Never waits for a schema lookup: the lock is held, and the fetch loop serves every topic.
+			t.batch.Add(t.format.appendFrame(t.batch.Buf(), t.id, rec, false), rec.Partition, rec.Offset, rec.Key)
 			if ts := rec.Timestamp.UnixMilli(); ts > newest {
 				newest = ts
 			}

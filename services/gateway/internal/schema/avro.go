@@ -48,13 +48,20 @@ type avroNode struct {
 	symbols  [][]byte    // enum: each symbol as a JSON string
 	size     int         // fixed, decimal on fixed
 	scale    int         // decimal
+	digits   int         // decimal: its precision, the most digits of its unscaled value
 	unit     timeUnit    // timestamps
 }
 
 // avroCompiler turns hamba/avro's parsed schemas into avroNodes, one node per named type.
 type avroCompiler struct {
 	named map[string]*avroNode
+	err   error // the first thing found that the renderer refuses
 }
+
+// maxDecimalPrecision bounds a decimal's precision (and so its scale, which is at most its precision): the
+// JSON of a decimal is at most that many digits, and reading one costs at most that much. Java's BigDecimal,
+// what most decimal producers use, is far past what any real schema declares; databases stop at 38 to 1000.
+const maxDecimalPrecision = 1000
 
 // compileAvro parses schema text (with the named types of refs, parsed first, in order) and compiles it.
 func compileAvro(text string, refs []string) (*avroNode, error) {
@@ -69,7 +76,8 @@ func compileAvro(text string, refs []string) (*avroNode, error) {
 		return nil, err
 	}
 	c := &avroCompiler{named: map[string]*avroNode{}}
-	return c.node(s), nil
+	n := c.node(s)
+	return n, c.err
 }
 
 func (c *avroCompiler) node(s avro.Schema) *avroNode {
@@ -104,9 +112,9 @@ func (c *avroCompiler) node(s avro.Schema) *avroNode {
 		}
 		return n
 	case *avro.FixedSchema:
-		return fixedNode(s)
+		return c.checked(fixedNode(s))
 	case *avro.PrimitiveSchema:
-		return primitiveNode(s)
+		return c.checked(primitiveNode(s))
 	case *avro.NullSchema:
 		return &avroNode{kind: avroNull}
 	}
@@ -114,11 +122,19 @@ func (c *avroCompiler) node(s avro.Schema) *avroNode {
 	return &avroNode{kind: avroNull}
 }
 
+// checked notes a decimal of a precision past maxDecimalPrecision.
+func (c *avroCompiler) checked(n *avroNode) *avroNode {
+	if (n.kind == avroDecimalBytes || n.kind == avroDecimalFixed) && n.digits > maxDecimalPrecision && c.err == nil {
+		c.err = fmt.Errorf("a decimal of precision %d (at most %d)", n.digits, maxDecimalPrecision)
+	}
+	return n
+}
+
 func fixedNode(s *avro.FixedSchema) *avroNode {
 	n := &avroNode{kind: avroFixed, size: s.Size()}
 	switch l := s.Logical().(type) {
 	case *avro.DecimalLogicalSchema:
-		n.kind, n.scale = avroDecimalFixed, l.Scale()
+		n.kind, n.scale, n.digits = avroDecimalFixed, l.Scale(), l.Precision()
 	case nil:
 	default:
 		if l.Type() == avro.Duration && s.Size() == 12 {
@@ -137,16 +153,19 @@ func primitiveNode(s *avro.PrimitiveSchema) *avroNode {
 	}[s.Type()]
 	n := &avroNode{kind: base}
 	logical := ""
+	decimal := false
 	if l := s.Logical(); l != nil {
 		logical = string(l.Type())
 		if d, ok := l.(*avro.DecimalLogicalSchema); ok {
-			n.scale = d.Scale()
+			n.scale, n.digits, decimal = d.Scale(), d.Precision(), true
 		}
-	} else if p, ok := s.Prop("logicalType").(string); ok {
+	} else if p, ok := s.Prop("logicalType").(string); ok && p != string(avro.Decimal) {
+		// The nanosecond timestamps. An invalid decimal (hamba/avro leaves its logicalType here) is its
+		// underlying type, as the specification says of invalid logical types.
 		logical = p
 	}
 	switch {
-	case logical == string(avro.Decimal) && base == avroBytes:
+	case decimal && base == avroBytes:
 		n.kind = avroDecimalBytes
 	case logical == string(avro.Date) && base == avroInt:
 		n.kind = avroDate
@@ -189,14 +208,16 @@ type avroReader struct {
 	b     []byte
 	items int // array and map items still allowed: bounds the work of items that take no bytes (null)
 	depth int
+	limit int // the longest dst may grow to (renderBudget)
 }
 
 // maxAvroDepth bounds nesting (a recursive schema can nest as deep as its bytes say).
 const maxAvroDepth = 256
 
-// renderAvro appends the JSON of the datum v, which must be exactly one datum of n.
-func renderAvro(dst []byte, n *avroNode, v []byte) ([]byte, error) {
-	r := avroReader{b: v, items: len(v) + 4096}
+// renderAvro appends the JSON of the datum v, which must be exactly one datum of n, as long as dst stays
+// within limit bytes. Every node writes at least one byte, so limit bounds the work too.
+func renderAvro(dst []byte, n *avroNode, v []byte, limit int) ([]byte, error) {
+	r := avroReader{b: v, items: len(v) + 4096, limit: limit}
 	dst, err := r.value(dst, n)
 	if err != nil {
 		return dst, err
@@ -300,6 +321,9 @@ func (r *avroReader) complex(dst []byte, n *avroNode) ([]byte, error) {
 	if r.depth++; r.depth > maxAvroDepth {
 		return dst, fmt.Errorf("nested deeper than %d", maxAvroDepth)
 	}
+	if len(dst) > r.limit {
+		return dst, errTooLarge
+	}
 	defer func() { r.depth-- }()
 	var err error
 	switch n.kind {
@@ -365,6 +389,9 @@ func (r *avroReader) blocks(dst []byte, n *avroNode) ([]byte, error) {
 		}
 		r.items -= int(count)
 		for range count {
+			if len(dst) > r.limit {
+				return dst, errTooLarge
+			}
 			if !first {
 				dst = append(dst, ',')
 			}
@@ -397,13 +424,13 @@ func (r *avroReader) logical(dst []byte, n *avroNode) ([]byte, error) {
 		if err != nil {
 			return dst, err
 		}
-		return appendDecimal(dst, b, n.scale), nil
+		return appendDecimal(dst, b, n.scale, n.digits)
 	case avroDate:
 		v, err := r.int()
 		if err != nil {
 			return dst, err
 		}
-		return appendDate(dst, int64(v)), nil
+		return appendDate(dst, int64(v))
 	case avroTimeMillis, avroTimeMicros:
 		v, unit := int64(0), millis
 		var err error
@@ -424,7 +451,7 @@ func (r *avroReader) logical(dst []byte, n *avroNode) ([]byte, error) {
 		if err != nil {
 			return dst, err
 		}
-		return appendTimestamp(dst, v, n.unit, n.kind == avroTimestamp), nil
+		return appendTimestamp(dst, v, n.unit, n.kind == avroTimestamp)
 	case avroDuration:
 		b, err := r.take(12)
 		if err != nil {

@@ -46,7 +46,7 @@ func TestAvroFixtures(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: compile: %v", tc.name, err)
 		}
-		got, err := renderAvro([]byte("prefix:"), n, tc.bin)
+		got, err := renderAvroBudget([]byte("prefix:"), n, tc.bin)
 		if err != nil || string(got) != "prefix:"+string(tc.json_) {
 			t.Errorf("%s:\n got %s (%v)\nwant prefix:%s", tc.name, got, err, tc.json_)
 		}
@@ -61,11 +61,11 @@ func TestAvroMismatch(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := renderAvro(nil, n, append(bytes.Clone(tc.bin), 0x02)); err == nil {
+		if _, err := renderAvroBudget(nil, n, append(bytes.Clone(tc.bin), 0x02)); err == nil {
 			t.Errorf("%s with a byte after the datum: no error", tc.name)
 		}
 		if len(tc.bin) > 0 {
-			if _, err := renderAvro(nil, n, tc.bin[:len(tc.bin)-1]); err == nil {
+			if _, err := renderAvroBudget(nil, n, tc.bin[:len(tc.bin)-1]); err == nil {
 				t.Errorf("%s cut short by a byte: no error", tc.name)
 			}
 		}
@@ -94,7 +94,7 @@ func TestAvroHostile(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
-		if out, err := renderAvro(nil, n, tc.v); err == nil {
+		if out, err := renderAvroBudget(nil, n, tc.v); err == nil {
 			t.Errorf("%s: rendered %s, want an error", tc.name, out)
 		}
 	}
@@ -103,7 +103,7 @@ func TestAvroHostile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := renderAvro(nil, n, append(bytes.Repeat([]byte{0x02}, 10000), 0x00)); err == nil || !strings.Contains(err.Error(), "deeper") {
+	if _, err := renderAvroBudget(nil, n, append(bytes.Repeat([]byte{0x02}, 10000), 0x00)); err == nil || !strings.Contains(err.Error(), "deeper") {
 		t.Errorf("10,000 levels: %v, want the depth bound", err)
 	}
 }
@@ -116,8 +116,8 @@ func TestAvroNamesPerSchema(t *testing.T) {
 	if err1 != nil || err2 != nil {
 		t.Fatal(err1, err2)
 	}
-	a, _ := renderAvro(nil, v1, []byte{0x04})
-	b, _ := renderAvro(nil, v2, []byte{0x04, 0x02, 'x'})
+	a, _ := renderAvroBudget(nil, v1, []byte{0x04})
+	b, _ := renderAvroBudget(nil, v2, []byte{0x04, 0x02, 'x'})
 	if string(a) != `{"id":2}` || string(b) != `{"id":2,"note":"x"}` {
 		t.Errorf("v1 %s, v2 %s", a, b)
 	}
@@ -139,6 +139,11 @@ func BenchmarkRenderAvro(b *testing.B) {
 	b.SetBytes(int64(len(tc.bin)))
 	b.ReportAllocs()
 	for b.Loop() {
-		buf, _ = renderAvro(buf[:0], n, tc.bin)
+		buf, _ = renderAvroBudget(buf[:0], n, tc.bin)
 	}
+}
+
+// renderAvroBudget is renderAvro within the budget of v, as compiled.render calls it.
+func renderAvroBudget(dst []byte, n *avroNode, v []byte) ([]byte, error) {
+	return renderAvro(dst, n, v, len(dst)+renderBudget(len(v)))
 }

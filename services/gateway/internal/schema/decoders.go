@@ -30,27 +30,41 @@ type Options struct {
 	Timeout time.Duration
 	// ValidateJSON validates JSON Schema values against their schema (else they are passed through).
 	ValidateJSON bool
-	// OnLookup, when set, is told the outcome of every lookup in the source (LookupOK, or a Reason).
-	OnLookup func(result string)
+	// OnLookup, when set, is told the outcome of every lookup in the source: LookupOK (err nil), or a Reason
+	// and the error, with the schema id asked for. It is called on the lookup's goroutine, never under a lock.
+	OnLookup func(result string, id int, err error)
 }
 
-// Backoff of the lookups after a failure: from backoffMin, doubling, up to backoffMax.
+// Bounds of the lookups (see the package comment).
 const (
+	// backoffMin and backoffMax: after a failure, from backoffMin, doubling, up to backoffMax.
 	backoffMin = time.Second
 	backoffMax = time.Minute
 	// failedKept is how many ids that failed are remembered (their backoff); ids that worked are all kept.
 	failedKept = 4096
+	// maxFlights bounds the lookups under way at once: one per id, however many callers want it.
+	maxFlights = 8
+	// lookupRate is how many lookups of new ids start per second, after a burst of lookupBurst: values with
+	// random schema ids cost the registry at most this, and the ids beyond it are asked when next seen.
+	lookupRate  = 20
+	lookupBurst = 50
 )
 
 // Decoders renders wire-format values, with the schemas it has looked up. Safe for concurrent use.
 type Decoders struct {
-	src  Source
-	opts Options
-	now  func() time.Time
+	src   Source
+	local bool // src is a localSource
+	opts  Options
+	now   func() time.Time
 
-	mu     sync.Mutex
-	ok     map[int]*compiled
-	failed *lru.Cache[int, *failure] // an id whose lookup failed: until when not to ask again
+	mu      sync.Mutex
+	ok      map[int]*compiled
+	failed  *lru.Cache[int, *failure] // an id whose lookup failed: until when not to ask again
+	flights map[int]*flight           // the lookups under way, one per id
+	// tokens is the lookups that may start now (up to lookupBurst), as of tokensAt; lookupRate a second
+	// are added.
+	tokens   float64
+	tokensAt time.Time
 	// down is set while the source is unavailable: lookups of ids not known yet fail at once until downUntil,
 	// then one of them asks in the background (probing) while the others still fail at once.
 	down      bool
@@ -65,44 +79,117 @@ type failure struct {
 	wait  time.Duration
 }
 
+// flight is one lookup under way; done is closed once c or err is set.
+type flight struct {
+	done chan struct{}
+	c    *compiled
+	err  *Error
+}
+
 // NewDecoders returns Decoders that look schemas up in src.
 func NewDecoders(src Source, opts Options) *Decoders {
 	if opts.Timeout <= 0 {
 		opts.Timeout = 5 * time.Second
 	}
 	failed, _ := lru.New[int, *failure](failedKept)
-	return &Decoders{src: src, opts: opts, now: time.Now, ok: map[int]*compiled{}, failed: failed}
+	_, local := src.(localSource)
+	return &Decoders{
+		src: src, local: local, opts: opts, now: time.Now, ok: map[int]*compiled{}, failed: failed,
+		flights: map[int]*flight{}, tokens: lookupBurst,
+	}
 }
 
-// lookup returns the compiled schema of id. It asks the source at most once at a time per caller while the
-// source is up, and never waits on it while the source is down (see the package comment).
+// errPending is the error of a value whose schema is being looked up.
+var errPending = errors.New("the schema is being looked up; a later read of the record decodes it")
+
+// errBusy is the error of a value whose schema could not be asked for yet: too many lookups under way, or
+// started in the last second.
+var errBusy = errors.New("too many schema lookups at once; the id is asked for when next seen")
+
+// localSource is a Source that answers from memory (Files): asking it costs no network call and no wait, so
+// its lookups are neither bounded in number nor rate, and lookup waits for them.
+type localSource interface {
+	Source
+	local()
+}
+
+// lookup returns the compiled schema of id. It never waits on a registry: an id not known yet starts a
+// lookup in the background (when the bounds allow) and fails with Pending. A local source's lookup (a
+// compile) is waited for.
 func (d *Decoders) lookup(id int) (*compiled, error) {
+	if d.local {
+		return d.lookupWait(id, time.Time{})
+	}
+	c, _, err := d.start(id)
+	return c, err
+}
+
+// lookupWait is lookup that waits for the id's lookup to end, until deadline at the latest; a zero deadline
+// waits for the lookup's end, which its own timeout bounds.
+func (d *Decoders) lookupWait(id int, deadline time.Time) (*compiled, error) {
+	c, fl, err := d.start(id)
+	if fl == nil {
+		return c, err
+	}
+	var timeout <-chan time.Time
+	if !deadline.IsZero() {
+		t := time.NewTimer(time.Until(deadline))
+		defer t.Stop()
+		timeout = t.C
+	}
+	select {
+	case <-fl.done:
+		if fl.err != nil {
+			return nil, fl.err
+		}
+		return fl.c, nil
+	case <-timeout:
+		return nil, err
+	}
+}
+
+// start returns the compiled schema of id, or why not: when a lookup of id is under way (one this call
+// started, or an earlier one), it is returned too, with a Pending error. It never waits on the source.
+func (d *Decoders) start(id int) (*compiled, *flight, error) {
 	d.mu.Lock()
+	defer d.mu.Unlock()
 	if c, ok := d.ok[id]; ok {
-		d.mu.Unlock()
-		return c, nil
+		return c, nil, nil
+	}
+	if fl := d.flights[id]; fl != nil {
+		return nil, fl, &Error{Reason: Pending, ID: id, Err: errPending}
 	}
 	now := d.now()
 	if f, ok := d.failed.Get(id); ok && now.Before(f.until) {
-		d.mu.Unlock()
-		return nil, f.err
+		return nil, nil, f.err
 	}
+	probe := false
 	if d.down {
 		if now.Before(d.downUntil) || d.probing {
-			d.mu.Unlock()
-			return nil, &Error{Reason: Unavailable, ID: id, Err: errors.New("the registry failed lately; asking again later")}
+			return nil, nil, &Error{Reason: Unavailable, ID: id, Err: errors.New("the registry failed lately; asking again later")}
 		}
-		d.probing = true
-		d.mu.Unlock()
-		go d.fetch(id) //nolint:errcheck // the probe: its outcome is recorded; this record goes out as it is
-		return nil, &Error{Reason: Unavailable, ID: id, Err: errors.New("the registry failed lately; asking it again")}
+		probe = true
 	}
-	d.mu.Unlock()
-	return d.fetch(id)
+	if !d.local {
+		d.tokens = min(lookupBurst, d.tokens+now.Sub(d.tokensAt).Seconds()*lookupRate)
+		d.tokensAt = now
+		if len(d.flights) >= maxFlights || d.tokens < 1 {
+			return nil, nil, &Error{Reason: Pending, ID: id, Err: errBusy}
+		}
+		d.tokens--
+	}
+	d.probing = d.probing || probe
+	fl := &flight{done: make(chan struct{})}
+	d.flights[id] = fl
+	go d.fetch(id, fl)
+	if probe {
+		return nil, fl, &Error{Reason: Unavailable, ID: id, Err: errors.New("the registry failed lately; asking it again")}
+	}
+	return nil, fl, &Error{Reason: Pending, ID: id, Err: errPending}
 }
 
-// fetch looks id up in the source and records the outcome.
-func (d *Decoders) fetch(id int) (*compiled, error) {
+// fetch looks id up in the source, records the outcome and ends fl.
+func (d *Decoders) fetch(id int, fl *flight) {
 	ctx, cancel := context.WithTimeout(context.Background(), d.opts.Timeout)
 	defer cancel()
 	c, err := d.load(ctx, id)
@@ -112,33 +199,42 @@ func (d *Decoders) fetch(id int) (*compiled, error) {
 	}
 	if d.opts.OnLookup != nil {
 		if e != nil {
-			d.opts.OnLookup(string(e.Reason))
+			d.opts.OnLookup(string(e.Reason), id, e.Err)
 		} else {
-			d.opts.OnLookup(LookupOK)
+			d.opts.OnLookup(LookupOK, id, nil)
 		}
 	}
+	fl.c, fl.err = c, e
+	d.record(id, c, e)
+	close(fl.done)
+}
+
+// record keeps the outcome of a lookup of id, its compiled schema or its failure and backoff, and ends its
+// flight.
+func (d *Decoders) record(id int, c *compiled, e *Error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	delete(d.flights, id)
 	now := d.now()
 	d.probing = false
 	if e == nil {
 		d.ok[id] = c
 		d.down, d.downFor = false, 0
 		d.failed.Remove(id)
-		return c, nil
+		return
 	}
 	if e.Reason == Unavailable {
 		d.downFor = min(max(2*d.downFor, backoffMin), backoffMax)
 		d.down, d.downUntil = true, now.Add(d.downFor)
-		return nil, e
+		return
 	}
-	d.down = false // the source answered
+	// The source answered: it is up, and the next outage backs off from the start again.
+	d.down, d.downFor = false, 0
 	wait := backoffMin
 	if f, ok := d.failed.Get(id); ok {
 		wait = min(2*f.wait, backoffMax)
 	}
 	d.failed.Add(id, &failure{err: e, until: now.Add(wait), wait: wait})
-	return nil, e
 }
 
 // load fetches the schema of id with its references and compiles it.
@@ -225,6 +321,9 @@ func sourceError(id int, err error) *Error {
 	var re *sr.ResponseError
 	if errors.As(err, &re) && re.StatusCode == http.StatusNotFound || errors.Is(err, errNoSchemaFile) {
 		return &Error{Reason: UnknownSchema, ID: id, Err: err}
+	}
+	if errors.Is(err, errAnswerTooLong) {
+		return &Error{Reason: BadSchema, ID: id, Err: err}
 	}
 	return &Error{Reason: Unavailable, ID: id, Err: err}
 }

@@ -107,7 +107,11 @@ func TestDecoders(t *testing.T) {
 		{"not framed", Avro, []byte(`{"id":1}`), "", NotFramed},
 		{"short header", Avro, []byte{0, 0, 0}, "", NotFramed},
 		{"unknown id", Avro, framed(99, nil, []byte{0}), "", UnknownSchema},
-		{"wrong kind", Protobuf, avroValue, "", WrongKind},
+		{"wrong kind", Protobuf, framed(1, nil, []byte{0, 0}), "", WrongKind},
+		{"schema id 0", Avro, framed(0, nil, []byte{0}), "", NotFramed},
+		{"schema id past 2^31-1", Avro, framed(1<<31, nil, []byte{0}), "", NotFramed},
+		{"json-schema, no JSON after the header", JSONSchema, framed(2, nil, []byte{0xff}), "", NotFramed},
+		{"protobuf, no message indexes", Protobuf, framed(3, nil, nil), "", NotFramed},
 		{"bad schema", Avro, framed(4, nil, []byte{0}), "", BadSchema},
 		{"avro mismatch", Avro, framed(1, nil, []byte{0x54}), "", Mismatch},
 		{"protobuf index out of range", Protobuf, framed(3, []int{7}, nil), "", Mismatch},
@@ -134,13 +138,21 @@ func TestDecodersBackoff(t *testing.T) {
 	var mu sync.Mutex
 	d.now = func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
 	advance := func(by time.Duration) { mu.Lock(); clock = clock.Add(by); mu.Unlock() }
-	reason := func(id int) Reason {
-		_, err := d.AppendJSON(nil, JSONSchema, framed(id, nil, []byte(`{"id":1}`)))
+	// reason waits for the lookup (AppendJSON), reasonNow does not (AppendJSONNow).
+	outcome := func(err error) Reason {
 		var e *Error
 		if errors.As(err, &e) {
 			return e.Reason
 		}
 		return ""
+	}
+	reason := func(id int) Reason {
+		_, err := d.AppendJSON(nil, JSONSchema, framed(id, nil, []byte(`{"id":1}`)))
+		return outcome(err)
+	}
+	reasonNow := func(id int) Reason {
+		_, err := d.AppendJSONNow(nil, JSONSchema, framed(id, nil, []byte(`{"id":1}`)))
+		return outcome(err)
 	}
 	if r := reason(2); r != "" {
 		t.Fatalf("source up: %s", r)
@@ -172,15 +184,15 @@ func TestDecodersBackoff(t *testing.T) {
 	src.mu.Unlock()
 	advance(backoffMin)
 	start := time.Now()
-	if r := reason(6); r != Unavailable || time.Since(start) > time.Second {
+	if r := reasonNow(6); r != Unavailable || time.Since(start) > time.Second {
 		t.Fatalf("the probing lookup: %s after %v, want registry-unavailable at once", r, time.Since(start))
 	}
-	if r := reason(5); r != Unavailable {
+	if r := reasonNow(5); r != Unavailable {
 		t.Fatalf("while the probe runs: %s", r)
 	}
 	close(src.block)
 	deadline := time.Now().Add(5 * time.Second)
-	for reason(6) != "" {
+	for reasonNow(6) != "" {
 		if time.Now().After(deadline) {
 			t.Fatal("the probe's id never decoded")
 		}
@@ -238,7 +250,11 @@ func TestFiles(t *testing.T) {
 	write("money.proto", moneyProto)
 	write("2.json", `{"$schema":"https://json-schema.org/draft/2020-12/schema","$ref":"order.json"}`)
 	write("order.json", orderJSON)
-	d := NewDecoders(Files(dir), Options{ValidateJSON: true})
+	files, err := LoadFiles(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := NewDecoders(files, Options{ValidateJSON: true})
 	if out, err := d.AppendJSON(nil, Avro, framed(1, nil, []byte{0x02, 0x02, 'x'})); err != nil || string(out) != `{"id":1,"sym":"x"}` {
 		t.Errorf("avro file: %s, %v", out, err)
 	}
@@ -251,8 +267,22 @@ func TestFiles(t *testing.T) {
 	if _, err := d.AppendJSON(nil, Avro, framed(9, nil, nil)); !isReason(err, UnknownSchema) {
 		t.Errorf("no file of that id: %v", err)
 	}
-	if _, err := Files(dir).SchemaByVersion(context.Background(), "file:../etc/passwd", 1); err == nil {
+	if _, err := files.SchemaByVersion(context.Background(), "file:../etc/passwd", 1); err == nil {
 		t.Error("a reference out of the directory was read")
+	}
+	// An edit of the directory after it was loaded changes nothing: an id keeps its meaning for the life of
+	// the process (and is the same on every pod started from the same files), a new file is not read.
+	write("1.avsc", `{"type":"record","name":"Order","fields":[{"name":"other","type":"string"}]}`)
+	write("8.avsc", orderAvro)
+	d = NewDecoders(files, Options{ValidateJSON: true})
+	if out, err := d.AppendJSON(nil, Avro, framed(1, nil, []byte{0x02, 0x02, 'x'})); err != nil || string(out) != `{"id":1,"sym":"x"}` {
+		t.Errorf("avro file edited after the load: %s, %v; want the schema as loaded", out, err)
+	}
+	if _, err := d.AppendJSON(nil, Avro, framed(8, nil, []byte{0x02, 0x02, 'x'})); !isReason(err, UnknownSchema) {
+		t.Errorf("a file added after the load: %v, want unknown-schema", err)
+	}
+	if _, err := LoadFiles(filepath.Join(dir, "missing")); err == nil || !strings.Contains(err.Error(), "schema-files") {
+		t.Errorf("a directory that does not exist: %v, want an error naming schema-files", err)
 	}
 }
 

@@ -81,7 +81,7 @@ func TestDescribeAvroFixtures(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rendered, err := renderAvro(nil, n, tc.bin)
+		rendered, err := renderAvroBudget(nil, n, tc.bin)
 		if err != nil {
 			t.Fatal(err)
 		}

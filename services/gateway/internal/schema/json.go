@@ -96,11 +96,23 @@ func appendFloat(dst []byte, f float64, bits int) []byte {
 }
 
 // appendDecimal writes the decimal whose unscaled value is the two's-complement big-endian b, with scale
-// digits after the point, as a JSON string: exact, whatever its precision. Up to 8 bytes it does not allocate.
-func appendDecimal(dst, b []byte, scale int) []byte {
+// digits after the point, as a JSON string: exact, whatever its precision. A value of more digits than the
+// schema's precision is not a datum of it (the specification: "invalid"), and is refused before any work
+// that grows with its length. Up to 8 bytes it does not allocate.
+func appendDecimal(dst, b []byte, scale, precision int) ([]byte, error) {
+	neg := len(b) > 0 && b[0]&0x80 != 0
+	// Sign-extension bytes carry no digit (a fixed is often wider than its value).
+	for len(b) > 1 && (b[0] == 0 && b[1]&0x80 == 0 || b[0] == 0xff && b[1]&0x80 != 0) {
+		b = b[1:]
+	}
+	if precision <= 0 || precision > maxDecimalPrecision {
+		precision = maxDecimalPrecision
+	}
+	if len(b) > int(math.Ceil((float64(precision)*math.Log2(10)+1)/8)) {
+		return dst, errDecimalPrecision
+	}
 	var tmp [24]byte
 	var digits []byte
-	neg := len(b) > 0 && b[0]&0x80 != 0
 	if len(b) <= 8 {
 		var v int64
 		if neg {
@@ -122,25 +134,30 @@ func appendDecimal(dst, b []byte, scale int) []byte {
 		}
 		digits = u.Append(nil, 10)
 	}
+	if len(digits) > precision {
+		return dst, errDecimalPrecision
+	}
 	dst = append(dst, '"')
 	if neg {
 		dst = append(dst, '-')
 	}
 	if scale <= 0 {
-		return append(append(dst, digits...), '"')
+		return append(append(dst, digits...), '"'), nil
 	}
 	if len(digits) <= scale { // 0.05: zeros before the digits, one of them before the point
 		dst = append(dst, '0', '.')
 		for range scale - len(digits) {
 			dst = append(dst, '0')
 		}
-		return append(append(dst, digits...), '"')
+		return append(append(dst, digits...), '"'), nil
 	}
 	dst = append(dst, digits[:len(digits)-scale]...)
 	dst = append(dst, '.')
 	dst = append(dst, digits[len(digits)-scale:]...)
-	return append(dst, '"')
+	return append(dst, '"'), nil
 }
+
+var errDecimalPrecision = errorString("a decimal of more digits than its precision")
 
 // timeUnit is the unit of a time or timestamp logical type.
 type timeUnit uint8
@@ -164,21 +181,32 @@ func (u timeUnit) time(v int64) time.Time {
 var timestampLayouts = [...]string{millis: "2006-01-02T15:04:05.000", micros: "2006-01-02T15:04:05.000000", nanos: "2006-01-02T15:04:05.000000000"}
 
 // appendTimestamp writes an instant as an RFC 3339 string in UTC with the unit's digits ("Z" unless local).
-func appendTimestamp(dst []byte, v int64, u timeUnit, utc bool) []byte {
+// RFC 3339 has four-digit years: an instant outside the years 0000 to 9999 has no such string, and is refused.
+func appendTimestamp(dst []byte, v int64, u timeUnit, utc bool) ([]byte, error) {
+	t := u.time(v).UTC()
+	if y := t.Year(); y < 0 || y > 9999 {
+		return dst, errYear
+	}
 	dst = append(dst, '"')
-	dst = u.time(v).UTC().AppendFormat(dst, timestampLayouts[u])
+	dst = t.AppendFormat(dst, timestampLayouts[u])
 	if utc {
 		dst = append(dst, 'Z')
 	}
-	return append(dst, '"')
+	return append(dst, '"'), nil
 }
 
-// appendDate writes days since 1970-01-01 as "YYYY-MM-DD".
-func appendDate(dst []byte, days int64) []byte {
+// appendDate writes days since 1970-01-01 as "YYYY-MM-DD"; a day outside the years 0000 to 9999 is refused.
+func appendDate(dst []byte, days int64) ([]byte, error) {
+	t := time.Unix(days*86400, 0).UTC()
+	if y := t.Year(); y < 0 || y > 9999 {
+		return dst, errYear
+	}
 	dst = append(dst, '"')
-	dst = time.Unix(days*86400, 0).UTC().AppendFormat(dst, "2006-01-02")
-	return append(dst, '"')
+	dst = t.AppendFormat(dst, "2006-01-02")
+	return append(dst, '"'), nil
 }
+
+var errYear = errorString("a date outside the years 0000 to 9999, which RFC 3339 cannot write")
 
 // appendTimeOfDay writes a time of day (milliseconds or microseconds after midnight) as "HH:MM:SS.fff" with
 // the unit's digits; a value outside the day does not match its schema.

@@ -57,6 +57,9 @@ func compileJSONSchema(text string, refs map[string]string, validate bool) (*jso
 	if err != nil {
 		return nil, err
 	}
+	if err := checkFanOut(sch); err != nil {
+		return nil, err
+	}
 	return &jsonSchema{sch: sch}, nil
 }
 

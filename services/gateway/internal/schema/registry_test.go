@@ -2,6 +2,7 @@ package schema
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -182,12 +183,72 @@ func TestRegistryAuth(t *testing.T) {
 	for _, c := range []RegistryConfig{
 		{URLs: []string{"registry:8081"}},
 		{URLs: []string{"http://r"}, Username: "u"},
+		{URLs: []string{"https://r", "http://registry.kafka:8081"}, Username: "u", PasswordFile: "p"}, // basic auth in clear
 		{URLs: []string{"http://r"}, Username: "u", PasswordFile: "p", TokenFile: "t"},
 		{URLs: []string{"http://r"}, TLS: kafkaTLSCertOnly},
 	} {
 		if err := c.Validate(); err == nil {
 			t.Errorf("%+v: no error", c)
 		}
+	}
+}
+
+// TestRegistryBasicAuthLoopback: basic authentication over http is refused except to a loopback address (a
+// sidecar next to the gateway); over https it is fine.
+func TestRegistryBasicAuthLoopback(t *testing.T) {
+	for _, u := range []string{"http://127.0.0.1:8081", "http://localhost:8081", "http://[::1]:8081", "https://registry.kafka"} {
+		if err := (RegistryConfig{URLs: []string{u}, Username: "u", PasswordFile: "p"}).Validate(); err != nil {
+			t.Errorf("%s: %v", u, err)
+		}
+	}
+	err := (RegistryConfig{URLs: []string{"http://registry.kafka:8081"}, Username: "u", PasswordFile: "p"}).Validate()
+	if err == nil || !strings.Contains(err.Error(), "https") {
+		t.Errorf("basic authentication over http: %v, want an error that says https", err)
+	}
+}
+
+// standIn is a registry stand-in that answers every lookup with body.
+func standIn(t *testing.T, body func(w http.ResponseWriter)) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/vnd.schemaregistry.v1+json")
+		body(w)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// TestRegistryFailover: a first URL that hangs leaves the second its whole timeout: the lookup succeeds there.
+func TestRegistryFailover(t *testing.T) {
+	hang := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
+	t.Cleanup(hang.Close)
+	good := standIn(t, func(w http.ResponseWriter) { _, _ = w.Write([]byte(`{"schema":"\"long\""}`)) })
+	cfg := RegistryConfig{URLs: []string{hang.URL, good}, Timeout: 300 * time.Millisecond}
+	reg, err := NewRegistry(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := NewDecoders(reg, Options{Timeout: cfg.LookupTimeout()})
+	if out, err := d.AppendJSON(nil, Avro, framed(5, nil, []byte{0x54})); err != nil || string(out) != "42" {
+		t.Fatalf("first URL hanging: %s, %v; want the second URL's schema", out, err)
+	}
+}
+
+// TestRegistryAnswerBounded: an answer longer than maxAnswer is not read to its end: the lookup fails,
+// bad-schema.
+func TestRegistryAnswerBounded(t *testing.T) {
+	url := standIn(t, func(w http.ResponseWriter) {
+		_, _ = w.Write([]byte(`{"schema":"\"long\"","padding":"`))
+		_, _ = w.Write([]byte(strings.Repeat("x", maxAnswer)))
+		_, _ = w.Write([]byte(`"}`))
+	})
+	reg, err := NewRegistry(RegistryConfig{URLs: []string{url}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := NewDecoders(reg, Options{})
+	if _, err := d.AppendJSON(nil, Avro, framed(5, nil, []byte{0x54})); !isReason(err, BadSchema) || !errors.Is(err, errAnswerTooLong) {
+		t.Fatalf("an answer of 8 MiB and more: %v, want bad-schema, too long", err)
 	}
 }
 

@@ -5,15 +5,26 @@
 // compiled once, then kept.
 //
 // A value that cannot be rendered is an *Error that names why (Reason): the caller sends such a value as it
-// is (see feed.AppendFrame). Lookups never hold a caller long while the registry is down: after a failed
-// lookup, schemas not seen yet fail at once for a backoff (1 s doubling to a minute) while one lookup in
-// the background finds out whether the registry is back.
+// is (see feed.AppendFrame).
+//
+// Lookups run in the background, one per id however many callers want it, at most maxFlights at once and
+// lookupRate new ones a second (after a burst of lookupBurst): AppendJSONNow never waits for one (a value
+// whose schema is being looked up fails with Pending), AppendJSON waits for it up to the lookup timeout.
+// After a failed lookup, schemas not seen yet fail at once for a backoff (1 s doubling to a minute) while one
+// lookup in the background finds out whether the registry is back; an id the registry does not know is asked
+// again after a backoff of its own.
+//
+// Rendering is bounded: its output by a budget that grows with the value (renderBudget), its work by that
+// budget and by bounds checked when a schema compiles (decimal precision, JSON Schema fan-out), so that no
+// value, whatever its schema, costs more than a bounded multiple of its size.
 package schema
 
 import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
+	"time"
 )
 
 // Kind is a schema format.
@@ -58,10 +69,24 @@ const (
 	Mismatch Reason = "mismatch"
 	// Invalid: a JSON Schema value its schema does not accept (with validation on).
 	Invalid Reason = "invalid"
+	// Pending: the schema of that id is being looked up (or too many lookups are under way to start one);
+	// a later read of the record (a replay from Kafka) decodes it once the lookup is done.
+	Pending Reason = "schema-pending"
+	// TooLarge: the value's JSON would be longer than its budget (renderBudget).
+	TooLarge Reason = "too-large"
 )
 
 // Reasons lists every reason, for metrics that start at zero.
-var Reasons = [...]Reason{NotFramed, UnknownSchema, Unavailable, BadSchema, WrongKind, Mismatch, Invalid}
+var Reasons = [...]Reason{NotFramed, UnknownSchema, Unavailable, BadSchema, WrongKind, Mismatch, Invalid, Pending, TooLarge}
+
+// renderBudget is the longest JSON a value of n bytes may render to: a mebibyte, plus 32 bytes per byte of
+// the value (the most a byte of real data takes: a control character in a string is 6, a field name of a
+// record of nulls is what its schema says). A schema whose JSON grows faster than its value (named records
+// reused at each level, a decimal of a large scale) cannot make one record cost more than that.
+func renderBudget(n int) int { return 1<<20 + 32*n }
+
+// errTooLarge is a value whose JSON would exceed renderBudget.
+var errTooLarge = errorString("its JSON would exceed the render budget (1 MiB plus 32 bytes per byte of the value)")
 
 // Error is a value that could not be rendered.
 type Error struct {
@@ -82,12 +107,46 @@ func (e *Error) Unwrap() error { return e.Err }
 // errNotFramed: the value is shorter than a header, or its first byte is not the magic byte.
 var errNotFramed = errors.New("no wire-format header (magic byte 0 and a 4-byte schema id)")
 
-// header splits a wire-format value into its schema id and the rest.
-func header(v []byte) (int, []byte, error) {
+// errBadID: the 4 bytes after the magic byte are not a schema id (ids are positive 32-bit integers).
+var errBadID = errors.New("a schema id out of range (ids are 1 to 2147483647)")
+
+// header splits a wire-format value into its schema id and the rest, after checking what the format allows
+// to check before a lookup: the id is a positive 32-bit integer, a Protobuf payload starts with message
+// indexes, a JSON Schema payload with a JSON value. A value that fails is not framed, and asks no registry.
+func header(k Kind, v []byte) (int, []byte, error) {
 	if len(v) < 5 || v[0] != 0 {
 		return 0, nil, errNotFramed
 	}
-	return int(binary.BigEndian.Uint32(v[1:5])), v[5:], nil
+	id := binary.BigEndian.Uint32(v[1:5])
+	if id == 0 || id > math.MaxInt32 {
+		return 0, nil, errBadID
+	}
+	payload := v[5:]
+	switch k {
+	case Protobuf:
+		if _, _, err := messageIndex(payload); err != nil {
+			return 0, nil, fmt.Errorf("no message indexes after the schema id: %w", err)
+		}
+	case JSONSchema:
+		if !startsJSON(payload) {
+			return 0, nil, errors.New("no JSON value after the schema id")
+		}
+	}
+	return int(id), payload, nil
+}
+
+// startsJSON reports whether b's first byte other than JSON whitespace can start a JSON value.
+func startsJSON(b []byte) bool {
+	for _, c := range b {
+		switch c {
+		case ' ', '\t', '\n', '\r':
+			continue
+		case '{', '[', '"', '-', 't', 'f', 'n', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+			return true
+		}
+		return false
+	}
+	return false
 }
 
 // compiled is a schema ready to render values: one of its fields is set.
@@ -98,24 +157,61 @@ type compiled struct {
 	json  *jsonSchema
 }
 
+// render appends the JSON of payload, in at most renderBudget(len(payload)) bytes.
 func (c *compiled) render(dst, payload []byte) ([]byte, error) {
+	limit := len(dst) + renderBudget(len(payload))
+	var out []byte
+	var err error
 	switch c.kind {
 	case Avro:
-		return renderAvro(dst, c.avro, payload)
+		out, err = renderAvro(dst, c.avro, payload, limit)
 	case Protobuf:
-		return c.proto.render(dst, payload)
+		out, err = c.proto.render(dst, payload)
+	default:
+		out, err = c.json.render(dst, payload)
 	}
-	return c.json.render(dst, payload)
+	if err == nil && len(out) > limit {
+		err = errTooLarge
+	}
+	return out, err
 }
 
-// AppendJSON appends to dst the JSON of the wire-format value v, whose schema must be of kind k. On an
-// error dst is returned as it was, and the error is an *Error.
+// AppendJSON appends to dst the JSON of the wire-format value v, whose schema must be of kind k. A schema
+// not known yet is looked up, and AppendJSON waits for it, up to the lookup timeout. On an error dst is
+// returned as it was, and the error is an *Error.
 func (d *Decoders) AppendJSON(dst []byte, k Kind, v []byte) ([]byte, error) {
-	id, payload, err := header(v)
+	return d.appendJSON(dst, k, v, true)
+}
+
+// AppendJSONNow is AppendJSON that never waits: a value whose schema is not known yet fails with Pending
+// (or the reason of the schema's last failed lookup), and its lookup starts in the background. The feed
+// frames live records with it.
+func (d *Decoders) AppendJSONNow(dst []byte, k Kind, v []byte) ([]byte, error) {
+	return d.appendJSON(dst, k, v, false)
+}
+
+// Await waits until the schema of the wire-format value v (of kind k) is looked up, or deadline: it starts
+// the lookup if it has not started. It tells nothing; AppendJSONNow then renders what is known.
+func (d *Decoders) Await(k Kind, v []byte, deadline time.Time) {
+	if id, _, err := header(k, v); err == nil {
+		_, _ = d.lookupWait(id, deadline)
+	}
+}
+
+// Timeout returns the bound of one lookup (Options.Timeout).
+func (d *Decoders) Timeout() time.Duration { return d.opts.Timeout }
+
+func (d *Decoders) appendJSON(dst []byte, k Kind, v []byte, wait bool) ([]byte, error) {
+	id, payload, err := header(k, v)
 	if err != nil {
 		return dst, &Error{Reason: NotFramed, Err: err}
 	}
-	c, err := d.lookup(id)
+	var c *compiled
+	if wait {
+		c, err = d.lookupWait(id, time.Time{}) // a lookup ends within its timeout
+	} else {
+		c, err = d.lookup(id)
+	}
 	if err != nil {
 		return dst, err
 	}
@@ -127,6 +223,8 @@ func (d *Decoders) AppendJSON(dst []byte, k Kind, v []byte) ([]byte, error) {
 		reason := Mismatch
 		if ie := (*invalidError)(nil); errors.As(err, &ie) {
 			reason = Invalid
+		} else if errors.Is(err, errTooLarge) {
+			reason = TooLarge
 		}
 		return dst, &Error{Reason: reason, ID: id, Err: err}
 	}

@@ -170,21 +170,22 @@ func (c *conn) releaseBuf() {
 func (c *conn) keptBufBytes() int { return 2 * max(c.s.cfg.MaxWriteBytes, slowFlushBytes) }
 
 // appendRecord appends rec's frame to c.buf, with the stream's position as its id, as deliverFrame appends a
-// ring frame (appendOut); scratch holds the frame on the way, and is returned grown.
-func (c *conn) appendRecord(rec *kgo.Record, t *Topic, scratch []byte) []byte {
+// ring frame (appendOut); scratch holds the frame on the way, and is returned grown. json is rec's value as
+// the filter decoded it (decoded true), so that the frame does not decode it again.
+func (c *conn) appendRecord(rec *kgo.Record, t *Topic, scratch, json []byte, decoded bool) []byte {
 	c.idBuf, _ = c.pos.AppendText(c.idBuf[:0])
 	if c.cf != nil {
 		now := monoNow()
-		scratch = feed.AppendFrame(scratch[:0], c.idBuf, rec, t.format())
+		scratch = feed.AppendDecodedFrame(scratch[:0], c.idBuf, rec, t.format(), json, decoded)
 		c.cf.hold(rec.Partition, rec.Offset, rec.Key, scratch[len("id: ")+len(c.idBuf)+1:], false, now)
 		c.flushDue(now)
 		return scratch
 	}
 	if c.meta || c.p.Fields != nil {
-		scratch = feed.AppendFrame(scratch[:0], c.idBuf, rec, t.format())
+		scratch = feed.AppendDecodedFrame(scratch[:0], c.idBuf, rec, t.format(), json, decoded)
 		c.buf = c.appendOut(c.buf, scratch[len("id: ")+len(c.idBuf)+1:], rec.Partition, rec.Offset, rec.Key)
 	} else {
-		c.buf = feed.AppendFrame(c.buf, c.idBuf, rec, t.format())
+		c.buf = feed.AppendDecodedFrame(c.buf, c.idBuf, rec, t.format(), json, decoded)
 	}
 	c.frames++
 	c.stats.Frames.Add(1)
@@ -214,10 +215,12 @@ func (c *conn) replay(ctx context.Context, t *Topic, p *kept, ranges []replay.Ra
 	var valBuf []byte   // scratch for a record's value as a filter sees it
 	err := t.Replay.ReadWith(ctx, t.Name, c.epoch, ranges, waits, func(rec *kgo.Record) error {
 		c.seen(rec.Partition, rec.Offset)
+		// A schema format's value decoded for the filter is kept for the frame: decoded once.
+		var json []byte
+		decoded := false
 		value := func() []byte {
-			var v []byte
-			v, valBuf = t.format().FilterValue(valBuf, rec)
-			return v
+			json, valBuf, decoded = t.format().FilterValue(valBuf, rec)
+			return json
 		}
 		if !p.keeps(rec.Key, func() string { return recordType(rec) }, value) {
 			c.unseen(rec.Partition, rec.Offset, rec.Key)
@@ -226,7 +229,7 @@ func (c *conn) replay(ctx context.Context, t *Topic, p *kept, ranges []replay.Ra
 		if err := pace.take(ctx); err != nil {
 			return err
 		}
-		frameBuf = c.appendRecord(rec, t, frameBuf)
+		frameBuf = c.appendRecord(rec, t, frameBuf, json, decoded)
 		if len(c.buf) >= slowFlushBytes || first {
 			// The first frame goes out at once: the client waited for it; the rest are gathered.
 			first = false

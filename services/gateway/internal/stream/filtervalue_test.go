@@ -21,7 +21,7 @@ func TestFilterValueLiveAndReplay(t *testing.T) {
 			frame := feed.AppendFrame(nil, []byte("v1:0-1"), rec, f)
 			nl := bytes.IndexByte(frame, '\n')
 			live := frameValue(frame[nl+1:], vf)
-			replay, _ := f.FilterValue(nil, rec)
+			replay, _, _ := f.FilterValue(nil, rec)
 			if !bytes.Equal(live, replay) {
 				t.Errorf("%v, value %q: the ring's frame gives %q, Kafka's record %q", fmt.Sprint(vf), v, live, replay)
 			}
