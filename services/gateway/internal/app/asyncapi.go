@@ -6,10 +6,10 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
-	"github.com/hashicorp/golang-lru/v2/expirable"
 
 	tel "github.com/ssegate/ssegate/pkg/telemetry"
 	"github.com/ssegate/ssegate/services/gateway/internal/asyncapi"
@@ -25,13 +25,16 @@ type asyncAPIDocs struct {
 	modes   map[string]auth.Mode
 	src     schema.Source // nil when no topic has a schema format
 	timeout time.Duration
-	cache   *expirable.LRU[string, topicSchema]
+
+	mu    sync.Mutex
+	cache map[string]topicSchema // by topic: at most one entry per served topic
 }
 
-// topicSchema is a topic's described schema, or why there is none.
+// topicSchema is a topic's described schema, or why there is none, and when it was looked up.
 type topicSchema struct {
 	desc *schema.Description
 	note string
+	at   time.Time
 }
 
 // asyncAPISchemaTTL is how long a topic's described schema (or the failure to find it) is kept: a new schema
@@ -44,8 +47,7 @@ func newAsyncAPIDocs(cfg Config) (*asyncAPIDocs, error) {
 		return nil, err
 	}
 	d := &asyncAPIDocs{
-		cfg: cfg, modes: modes, timeout: cfg.Values.Registry.Timeout,
-		cache: expirable.NewLRU[string, topicSchema](len(cfg.Topics)+1, nil, asyncAPISchemaTTL),
+		cfg: cfg, modes: modes, timeout: cfg.Values.Registry.Timeout, cache: map[string]topicSchema{},
 	}
 	for _, t := range cfg.Topics {
 		if value, _, _ := cfg.Values.topicFormats(t); value.Schema() != 0 {
@@ -78,11 +80,14 @@ func (d *asyncAPIDocs) document(ctx context.Context, topics []string, host strin
 
 // schemaOf describes topic's value schema: from the cache, or from the registry within the lookup timeout.
 func (d *asyncAPIDocs) schemaOf(ctx context.Context, topic string) topicSchema {
-	if s, ok := d.cache.Get(topic); ok {
+	d.mu.Lock()
+	s, ok := d.cache[topic]
+	d.mu.Unlock()
+	if ok && time.Since(s.at) < asyncAPISchemaTTL {
 		return s
 	}
 	subject := topic + "-value"
-	var s topicSchema
+	s = topicSchema{at: time.Now()}
 	if d.src == nil {
 		s.note = "no schema registry"
 	} else {
@@ -98,7 +103,9 @@ func (d *asyncAPIDocs) schemaOf(ctx context.Context, topic string) topicSchema {
 			s.note = "the latest schema of subject " + subject + " could not be read (" + err.Error() + ")"
 		}
 	}
-	d.cache.Add(topic, s)
+	d.mu.Lock()
+	d.cache[topic] = s
+	d.mu.Unlock()
 	return s
 }
 
