@@ -10,27 +10,13 @@ import (
 	"github.com/twmb/franz-go/pkg/sr"
 
 	"github.com/ssegate/ssegate/pkg/browsertest"
+	"github.com/ssegate/ssegate/pkg/registrytest"
 	"github.com/ssegate/ssegate/services/gateway/internal/schema"
 )
 
-// latest serves each subject's one schema as its latest version.
-type latest map[string]sr.Schema
-
-func (l latest) SchemaByID(context.Context, int) (sr.Schema, error) {
-	return sr.Schema{}, &sr.ResponseError{StatusCode: 404}
-}
-
-func (l latest) SchemaByVersion(_ context.Context, subject string, _ int) (sr.SubjectSchema, error) {
-	s, ok := l[subject]
-	if !ok {
-		return sr.SubjectSchema{}, &sr.ResponseError{StatusCode: 404}
-	}
-	return sr.SubjectSchema{Subject: subject, Version: 1, ID: 1, Schema: s}, nil
-}
-
 func describe(t *testing.T, topic string, s sr.Schema) *schema.Description {
 	t.Helper()
-	d, err := schema.Describe(context.Background(), latest{topic + "-value": s}, topic+"-value", Namer(topic))
+	d, err := schema.Describe(context.Background(), registrytest.Latest{topic + "-value": s}, topic+"-value", Namer(topic))
 	if err != nil {
 		t.Fatal(err)
 	}

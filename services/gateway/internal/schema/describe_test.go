@@ -8,22 +8,9 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/twmb/franz-go/pkg/sr"
+
+	"github.com/ssegate/ssegate/pkg/registrytest"
 )
-
-// subjectSource serves the latest version of subjects, and referenced schemas, from memory.
-type subjectSource map[string]sr.Schema
-
-func (s subjectSource) SchemaByID(context.Context, int) (sr.Schema, error) {
-	return sr.Schema{}, &sr.ResponseError{StatusCode: 404}
-}
-
-func (s subjectSource) SchemaByVersion(_ context.Context, subject string, _ int) (sr.SubjectSchema, error) {
-	sc, ok := s[subject]
-	if !ok {
-		return sr.SubjectSchema{}, &sr.ResponseError{StatusCode: 404}
-	}
-	return sr.SubjectSchema{Subject: subject, Version: 3, ID: 17, Schema: sc}, nil
-}
 
 var testNamer = Namer{Namespace: "t", Prefix: "#/components/schemas/"}
 
@@ -69,11 +56,11 @@ func valid(s *jsonschema.Schema, value []byte) error {
 // refused by every description of a record.
 func TestDescribeAvroFixtures(t *testing.T) {
 	for _, tc := range avroCases(t) {
-		d, err := Describe(context.Background(), subjectSource{"x-value": {Schema: tc.schema, Type: sr.TypeAvro}}, "x-value", testNamer)
+		d, err := Describe(context.Background(), registrytest.Latest{"x-value": {Schema: tc.schema, Type: sr.TypeAvro}}, "x-value", testNamer)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
-		if d.Kind != Avro || d.Version != 3 || d.ID != 17 {
+		if d.Kind != Avro || d.Version != 1 || d.ID != 1 {
 			t.Errorf("%s: kind %v version %d id %d", tc.name, d.Kind, d.Version, d.ID)
 		}
 		s := validator(t, d)
@@ -103,7 +90,7 @@ func TestDescribeAvroTypes(t *testing.T) {
 		{"name":"day","type":{"type":"int","logicalType":"date"}},
 		{"name":"next","type":["null","Order"]},
 		{"name":"tag","type":{"type":"enum","name":"Tag","symbols":["A","B"]}}]}`
-	d, err := Describe(context.Background(), subjectSource{"o": {Schema: text, Type: sr.TypeAvro}}, "o", testNamer)
+	d, err := Describe(context.Background(), registrytest.Latest{"o": {Schema: text, Type: sr.TypeAvro}}, "o", testNamer)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +115,7 @@ func TestDescribeAvroTypes(t *testing.T) {
 // TestDescribeProtobuf: a message rendered by the gateway is valid under the description of its schema, and
 // values protojson would never write are not.
 func TestDescribeProtobuf(t *testing.T) {
-	src := subjectSource{
+	src := registrytest.Latest{
 		"orders-value": {Schema: orderProto, Type: sr.TypeProtobuf, References: []sr.SchemaReference{{Name: "shop/money.proto", Subject: "money", Version: 1}}},
 		"money":        {Schema: moneyProto, Type: sr.TypeProtobuf},
 	}
@@ -165,7 +152,7 @@ func TestDescribeProtobuf(t *testing.T) {
 // TestDescribeJSONSchema: a JSON Schema describes its values as it is, with its own and its references'
 // "$ref"s pointed at their definitions.
 func TestDescribeJSONSchema(t *testing.T) {
-	src := subjectSource{
+	src := registrytest.Latest{
 		"orders-value": {
 			Type: sr.TypeJSON, Schema: `{"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://example.com/order.json",
 			"type":"object","properties":{"total":{"$ref":"money.json"},"lines":{"type":"array","items":{"$ref":"#/definitions/line"}}},
@@ -192,7 +179,7 @@ func TestDescribeJSONSchema(t *testing.T) {
 }
 
 func TestDescribeUnknownSubject(t *testing.T) {
-	_, err := Describe(context.Background(), subjectSource{}, "nope-value", testNamer)
+	_, err := Describe(context.Background(), registrytest.Latest{}, "nope-value", testNamer)
 	if err == nil || !strings.Contains(err.Error(), "nope-value") {
 		t.Fatalf("err %v: want one naming the subject", err)
 	}
