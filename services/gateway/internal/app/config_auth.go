@@ -140,13 +140,10 @@ func (c Config) needsTokens() bool {
 
 // validateAuth checks the auth and CORS settings. Key files are read, and checked, by New.
 func (c Config) validateAuth() error {
-	bad := func(name, format string, args ...any) error {
-		return fmt.Errorf("invalid setting %s (%s): %s", name, settings.EnvName("SSEGATE_", name), fmt.Sprintf(format, args...))
-	}
 	a := c.Auth
 	if a.Mode != "" {
 		if _, err := auth.ParseMode(a.Mode); err != nil {
-			return bad("auth", "%v", err)
+			return badSetting("auth", "%v", err)
 		}
 	}
 	if err := c.perTopic(a.TopicModes, func(topic, v string) error {
@@ -155,40 +152,54 @@ func (c Config) validateAuth() error {
 		}
 		return nil
 	}); err != nil {
-		return bad("topic-auth", "%v", err)
+		return badSetting("topic-auth", "%v", err)
 	}
 	if c.needsTokens() {
 		if !a.hasKeySource() {
-			return bad("auth", "a topic needs tokens but no key is configured: set auth-key-file, auth-hmac-secret-file, auth-jwks-url or auth-jwks-file")
+			return badSetting("auth", "a topic needs tokens but no key is configured: set auth-key-file, auth-hmac-secret-file, auth-jwks-url or auth-jwks-file")
 		}
 		if len(a.Algorithms) == 0 {
-			return bad("auth-algorithms", "required when a topic needs tokens: the algorithms are pinned, never taken from the token")
+			return badSetting("auth-algorithms", "required when a topic needs tokens: the algorithms are pinned, never taken from the token")
 		}
 	}
 	for _, alg := range a.Algorithms {
 		if !slices.Contains(auth.Algorithms(), alg) {
-			return bad("auth-algorithms", "%q is not one of %s (none is never accepted)", alg, strings.Join(auth.Algorithms(), ", "))
+			return badSetting("auth-algorithms", "%q is not one of %s (none is never accepted)", alg, strings.Join(auth.Algorithms(), ", "))
 		}
 	}
 	if a.JWKSURL != "" {
-		if u, err := url.Parse(a.JWKSURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			return bad("auth-jwks-url", "%q: want an http or https URL", a.JWKSURL)
+		if err := httpURL(a.JWKSURL); err != nil {
+			return badSetting("auth-jwks-url", "%v", err)
 		}
 	}
 	switch {
 	case a.Leeway < 0 || a.Leeway > 5*time.Minute:
-		return bad("auth-leeway", "must be from 0 to 5m")
+		return badSetting("auth-leeway", "must be from 0 to 5m")
 	case a.KeyRefresh < time.Second:
-		return bad("auth-key-refresh", "must be at least 1s")
+		return badSetting("auth-key-refresh", "must be at least 1s")
 	case a.ExpiryNotice < 0:
-		return bad("auth-expiry-notice", "must be zero or positive")
+		return badSetting("auth-expiry-notice", "must be zero or positive")
 	case a.Claim == "":
-		return bad("auth-claim", "must not be empty")
+		return badSetting("auth-claim", "must not be empty")
 	case a.Cookie != "" && !validCookieName(a.Cookie):
-		return bad("auth-cookie", "%q is not a cookie name", a.Cookie)
+		return badSetting("auth-cookie", "%q is not a cookie name", a.Cookie)
 	}
 	if _, err := newCORS(c.CORS); err != nil {
 		return err
+	}
+	return nil
+}
+
+// badSetting is the error of an invalid setting, naming it and its environment variable.
+func badSetting(name, format string, args ...any) error {
+	return fmt.Errorf("invalid setting %s (%s): %s", name, settings.EnvName("SSEGATE_", name), fmt.Sprintf(format, args...))
+}
+
+// httpURL checks that u is an absolute http or https URL.
+func httpURL(u string) error {
+	p, err := url.Parse(u)
+	if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+		return fmt.Errorf("%q: want an http or https URL", u)
 	}
 	return nil
 }

@@ -2,7 +2,6 @@ package app
 
 import (
 	"fmt"
-	"net/url"
 	"time"
 
 	"github.com/ssegate/ssegate/pkg/settings"
@@ -50,39 +49,29 @@ func (h HookConfig) urlFor(topic string) string {
 // validateHook checks the hook's settings.
 func (c Config) validateHook() error {
 	h := c.Auth.Hook
-	bad := func(name, format string, args ...any) error {
-		return fmt.Errorf("invalid setting %s (%s): %s", name, settings.EnvName("SSEGATE_", name), fmt.Sprintf(format, args...))
-	}
-	check := func(u string) error {
-		p, err := url.Parse(u)
-		if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
-			return fmt.Errorf("%q: want an http or https URL", u)
-		}
-		return nil
-	}
 	if h.URL != "" {
-		if err := check(h.URL); err != nil {
-			return bad("auth-url", "%v", err)
+		if err := httpURL(h.URL); err != nil {
+			return badSetting("auth-url", "%v", err)
 		}
 	}
 	if err := c.perTopic(h.TopicURLs, func(topic, u string) error {
 		if u == "" {
 			return nil // an empty URL takes the topic out of auth-url's hook
 		}
-		if err := check(u); err != nil {
+		if err := httpURL(u); err != nil {
 			return fmt.Errorf("topic %s: %w", topic, err)
 		}
 		return nil
 	}); err != nil {
-		return bad("topic-auth-url", "%v", err)
+		return badSetting("topic-auth-url", "%v", err)
 	}
 	switch {
 	case h.Timeout < 10*time.Millisecond || h.Timeout > 30*time.Second:
-		return bad("auth-hook-timeout", "must be from 10ms to 30s")
+		return badSetting("auth-hook-timeout", "must be from 10ms to 30s")
 	case h.TTL < time.Second || h.TTL > 24*time.Hour:
-		return bad("auth-hook-ttl", "must be from 1s to 24h")
+		return badSetting("auth-hook-ttl", "must be from 1s to 24h")
 	case h.CacheEntries < 1:
-		return bad("auth-hook-cache-entries", "must be at least 1")
+		return badSetting("auth-hook-cache-entries", "must be at least 1")
 	}
 	return nil
 }
