@@ -29,11 +29,19 @@ import (
 func TestBlackBoxSlowRegistry(t *testing.T) {
 	brokers := strings.Join(kafkatest.Brokers(t), ",")
 	bin := filepath.Join(buildBinaries(t), "gateway")
-	base := slowRegistryRun(t, brokers, bin, 0)
-	slow := slowRegistryRun(t, brokers, bin, 4*time.Second)
-	t.Logf("plain topic's p99 latency: %v with a registry answering at once, %v with one answering after 4 s", base, slow)
-	if limit := max(2*base, 50*time.Millisecond); slow > limit {
-		t.Errorf("p99 latency %v with the slow registry, want at most %v", slow, limit)
+	// A p99 of 100 records moves with the machine's load; a stalled feed costs seconds on every try. So a pair of
+	// runs over the bound is tried once more, and the bound must hold in one of the two.
+	for try := 1; ; try++ {
+		base := slowRegistryRun(t, brokers, bin, 0)
+		slow := slowRegistryRun(t, brokers, bin, 4*time.Second)
+		t.Logf("try %d: plain topic's p99 latency: %v with a registry answering at once, %v with one answering after 4 s", try, base, slow)
+		limit := max(2*base, 50*time.Millisecond)
+		if slow <= limit {
+			return
+		}
+		if try == 2 {
+			t.Fatalf("p99 latency %v with the slow registry, want at most %v", slow, limit)
+		}
 	}
 }
 
